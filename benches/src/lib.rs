@@ -1,0 +1,1 @@
+//! Criterion benchmarks and side-by-side runs against peer engines.

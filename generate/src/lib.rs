@@ -1,0 +1,1 @@
+//! Constrained decoding wired behind model, tokenizer, constraint and sampler traits.

@@ -1,0 +1,1 @@
+//! Allowed-token masks for a byte-level recognizer over a vocabulary trie.

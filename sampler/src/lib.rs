@@ -1,0 +1,1 @@
+//! Seeded, allocation-free token sampling over masked logits.

@@ -1,0 +1,1 @@
+//! A tokenizer's vocabulary as exact token byte strings, indexed by swappable byte tries.
