@@ -1,1 +1,71 @@
-//! JSON Schema to an exact byte-level automaton with a stack for nesting.
+//! JSON Schema to an exact byte-level automaton.
+//!
+//! `schema-compiler` turns a JSON Schema into a [`Grammar`]: an automaton over bytes that
+//! accepts a JSON text exactly when the text is valid under the schema. A [`Matcher`] runs it
+//! one byte at a time and can undo bytes, which is what constrained decoding needs: a mask
+//! kernel walks a vocabulary trie, pushing each token's bytes and popping them again, and
+//! keeps the tokens the automaton survives.
+//!
+//! # Architecture
+//!
+//! - JSON syntax is parsed deterministically with a stack of frames, one per open object or
+//!   array, so nesting and recursive `$ref`s work to any depth up to
+//!   [`Limits::max_depth`](options::Limits) without unrolling anything.
+//! - Primitive values (strings, numbers, `true`/`false`/`null`) are lexemes recognized by DFAs
+//!   built with `regex-automata` and then owned by this crate ([`dfa`]): patterns (ECMA-262
+//!   syntax, translated exactly), formats, numeric ranges and `multipleOf`, enums, and every
+//!   boolean combination of them (`allOf`, `anyOf`, `oneOf`, `not`, `if`) are folded into one
+//!   DFA per value, with size limits. String lengths are counted in code points beside the DFA,
+//!   so `maxLength: 100000` costs nothing.
+//! - Objects and arrays carry small state (properties seen, item and `contains` counts), which
+//!   makes properties in any order, duplicate-key rejection, `required`, `minProperties`,
+//!   `maxProperties`, `dependentRequired`, `dependentSchemas`, `contains`/`minContains`/
+//!   `maxContains` exact. Boolean combinations of object and array schemas are formulas
+//!   evaluated over that state.
+//! - Every prefix the matcher accepts can still be completed for conjunctive schemas and for
+//!   alternatives decided by a type or a property; see [`Matcher`] for the exceptions.
+//!
+//! # Example
+//!
+//! ```
+//! use schema_compiler::{Grammar, Matcher, Options};
+//! use std::sync::Arc;
+//!
+//! let schema = serde_json::json!({
+//!     "type": "array",
+//!     "items": {
+//!         "type": "object",
+//!         "properties": {"name": {"type": "string"}, "continent": {"type": "string"}},
+//!         "required": ["name", "continent"]
+//!     }
+//! });
+//! let grammar = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+//! let mut m = Matcher::new(grammar);
+//! assert!(m.push_bytes(br#"[{"continent":"Africa","name":"Nigeria"}]"#).is_ok());
+//! assert!(m.is_accepting());
+//! m.reset();
+//! assert_eq!(m.push_bytes(br#"[{"name":"Nigeria"}]"#), Err(18), "continent is required");
+//! ```
+//!
+//! # Cost model
+//!
+//! Compiling builds DFAs (regex determinization and products), bounded by [`Limits`]. Each
+//! byte costs a few table lookups per applicable schema plus journal writes; popping a byte
+//! replays its journal entries.
+#![warn(missing_docs)]
+
+mod compile;
+pub mod dfa;
+mod error;
+mod grammar;
+mod ir;
+mod matcher;
+mod options;
+mod report;
+pub mod text;
+
+pub use error::CompileError;
+pub use grammar::{Compiler, Grammar};
+pub use matcher::Matcher;
+pub use options::{Draft, FormatMode, Limits, NumberPolicy, Options, Whitespace};
+pub use report::{CompileReport, Note, NoteKind};

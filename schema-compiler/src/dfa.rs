@@ -1,0 +1,822 @@
+//! Byte-level DFAs for lexemes: built from regexes by `regex-automata`, then owned here.
+//!
+//! `regex-automata` parses a regex and determinizes it; [`Dfa::from_regexes`] then copies the
+//! reachable part of its transition table into our own dense table, keeping only states from
+//! which a match is still reachable. Every non-dead state of a [`Dfa`] is therefore *live*: a
+//! prefix survives exactly when some continuation completes it. That is what lets the mask kernel
+//! prune a token the moment its bytes leave the language, and it is why lexemes never lead a
+//! model into a dead end.
+//!
+//! Acceptance is checked at the end of the lexeme ([`Dfa::final_set`]), which is how the
+//! end-of-input transition of `regex-automata` (needed for `$` and `\b`) is folded in. A state
+//! accepts with a *match set*: the sorted ids of the patterns that match, so one DFA can tell
+//! which property names and `patternProperties` a key matched.
+//!
+//! On top of that, this module combines DFAs (intersection, union, difference), minimizes them and
+//! measures, per state, how many code points a completion needs at least (for length bounds).
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
+use regex_automata::dfa::{Automaton, dense};
+use regex_automata::nfa::thompson;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, MatchKind, util::start};
+
+/// The dead state; its row maps every class back to itself.
+pub const DEAD: u32 = 0;
+
+/// Sentinel in [`Dfa::finals`] for a state that does not accept at the end of input.
+const NO_MATCH: u32 = u32::MAX;
+
+/// Size limits applied while building and combining DFAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DfaLimits {
+    /// Maximum number of states of one DFA (after pruning).
+    pub max_states: usize,
+    /// Memory budget handed to `regex-automata` for the NFA and determinization, in bytes.
+    pub regex_bytes: usize,
+}
+
+impl Default for DfaLimits {
+    fn default() -> Self {
+        DfaLimits { max_states: 200_000, regex_bytes: 64 << 20 }
+    }
+}
+
+/// Why a DFA could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DfaError {
+    /// The regex did not parse or could not be compiled to a DFA.
+    Regex(String),
+    /// A size limit was hit; the string names it.
+    Limit(String),
+}
+
+/// A complete DFA over bytes, with every non-dead state live.
+#[derive(Clone)]
+pub struct Dfa {
+    /// Byte to equivalence class.
+    classes: [u8; 256],
+    /// Number of classes; state ids are premultiplied by it.
+    stride: u32,
+    /// `trans[s + class]` is the premultiplied next state of premultiplied state `s`.
+    trans: Vec<u32>,
+    /// Per state index: index into `match_sets`, or `NO_MATCH`.
+    finals: Vec<u32>,
+    /// Distinct sets of pattern ids that accept.
+    match_sets: Vec<Box<[u32]>>,
+    /// Premultiplied start state (may be `DEAD` for an empty language).
+    start: u32,
+}
+
+impl std::fmt::Debug for Dfa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dfa")
+            .field("states", &self.num_states())
+            .field("classes", &self.stride)
+            .field("match_sets", &self.match_sets.len())
+            .finish()
+    }
+}
+
+impl Dfa {
+    /// Builds a DFA accepting exactly the byte strings that fully match one of `patterns`
+    /// (regex-syntax syntax, Unicode mode). Pattern `i` reports id `i` in match sets.
+    pub fn from_regexes<S: AsRef<str>>(patterns: &[S], limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let anchored: Vec<String> =
+            patterns.iter().map(|p| format!(r"\A(?:{})\z", p.as_ref())).collect();
+        let dfa = dense::Builder::new()
+            .syntax(syntax::Config::new().unicode(true).utf8(true))
+            .thompson(thompson::Config::new().nfa_size_limit(Some(limits.regex_bytes)))
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(regex_automata::dfa::StartKind::Anchored)
+                    .unicode_word_boundary(false)
+                    .accelerate(false)
+                    .specialize_start_states(false)
+                    .dfa_size_limit(Some(limits.regex_bytes))
+                    .determinize_size_limit(Some(limits.regex_bytes)),
+            )
+            .build_many(&anchored)
+            .map_err(|e| {
+                let msg = e.to_string();
+                if msg.contains("exceeded") || msg.contains("too big") || msg.contains("limit") {
+                    DfaError::Limit(format!("regex automaton over {} bytes", limits.regex_bytes))
+                } else {
+                    DfaError::Regex(msg)
+                }
+            })?;
+        Self::import(&dfa, limits)
+    }
+
+    /// Builds a DFA from one pattern.
+    pub fn from_regex(pattern: &str, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::from_regexes(&[pattern], limits)
+    }
+
+    /// A DFA accepting exactly the given byte strings, string `i` reporting id `i`.
+    pub fn from_literals<B: AsRef<[u8]>>(
+        literals: &[B],
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        // A trie is already deterministic; build it directly (no regex escaping pitfalls with
+        // non-UTF-8 bytes, and linear time for large enums).
+        let mut classes = [0u8; 256];
+        let mut next_class = 1u16;
+        for lit in literals {
+            for &byte in lit.as_ref() {
+                if classes[byte as usize] == 0 {
+                    if next_class > 255 {
+                        // All 255 non-zero classes used: fall back to one class per byte.
+                        for (i, c) in classes.iter_mut().enumerate() {
+                            *c = i as u8;
+                        }
+                        break;
+                    }
+                    classes[byte as usize] = next_class as u8;
+                    next_class += 1;
+                }
+            }
+        }
+        let mut b = RawBuilder::new(classes);
+        let root = b.add_state();
+        for (i, lit) in literals.iter().enumerate() {
+            let mut s = root;
+            for &byte in lit.as_ref() {
+                let c = classes[byte as usize] as usize;
+                s = match b.get(s, c) {
+                    usize::MAX => {
+                        if b.accept.len() >= limits.max_states {
+                            return Err(DfaError::Limit(format!(
+                                "more than {} lexer states",
+                                limits.max_states
+                            )));
+                        }
+                        let t = b.add_state();
+                        b.set(s, c, t);
+                        t
+                    }
+                    t => t,
+                };
+            }
+            b.accept[s].push(i as u32);
+        }
+        b.finish(root, limits)
+    }
+
+    /// Builds a DFA by exploring states of type `S` from `start`: `next(s, byte)` is the
+    /// successor (or `None`), `accepts(s)` says whether `s` accepts at end of input (pattern 0).
+    /// Only bytes in `alphabet` are tried; all others lead to the dead state.
+    pub fn from_fn<S: Clone + Eq + std::hash::Hash>(
+        start: S,
+        alphabet: &[u8],
+        next: impl Fn(&S, u8) -> Option<S>,
+        accepts: impl Fn(&S) -> bool,
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        let mut classes = [0u8; 256];
+        for (i, &b) in alphabet.iter().enumerate() {
+            classes[b as usize] = (i + 1) as u8;
+        }
+        let mut raw = RawBuilder::new(classes);
+        let mut ids: HashMap<S, usize> = HashMap::new();
+        let mut states = vec![start.clone()];
+        ids.insert(start, raw.add_state());
+        let mut i = 0;
+        while i < states.len() {
+            let s = states[i].clone();
+            if accepts(&s) {
+                raw.accept[i].push(0);
+            }
+            for &b in alphabet {
+                if let Some(t) = next(&s, b) {
+                    let id = match ids.get(&t) {
+                        Some(&id) => id,
+                        None => {
+                            if states.len() >= limits.max_states {
+                                return Err(DfaError::Limit(format!(
+                                    "more than {} lexer states",
+                                    limits.max_states
+                                )));
+                            }
+                            let id = raw.add_state();
+                            ids.insert(t.clone(), id);
+                            states.push(t);
+                            id
+                        }
+                    };
+                    raw.set(i, classes[b as usize] as usize, id);
+                }
+            }
+            i += 1;
+        }
+        Ok(raw.finish(0, limits)?.minimize())
+    }
+
+    /// Copies the reachable, live part of a `regex-automata` DFA.
+    fn import(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let cfg = start::Config::new().anchored(Anchored::Yes);
+        let start =
+            dfa.start_state(&cfg).map_err(|e| DfaError::Regex(format!("start state: {e}")))?;
+        let bc = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        for (byte, c) in classes.iter_mut().enumerate() {
+            *c = bc.get(byte as u8);
+        }
+        let reps: Vec<u8> = bc.representatives(0..=255).filter_map(|u| u.as_u8()).collect();
+        let mut b = RawBuilder::new(classes);
+        let mut ids: HashMap<regex_automata::util::primitives::StateID, usize> = HashMap::new();
+        let mut queue = vec![start];
+        ids.insert(start, b.add_state());
+        while let Some(sid) = queue.pop() {
+            let me = ids[&sid];
+            let eoi = dfa.next_eoi_state(sid);
+            if dfa.is_match_state(eoi) {
+                for i in 0..dfa.match_len(eoi) {
+                    b.accept[me].push(dfa.match_pattern(eoi, i).as_u32());
+                }
+            }
+            for &rep in &reps {
+                let next = dfa.next_state(sid, rep);
+                if dfa.is_dead_state(next) || dfa.is_quit_state(next) {
+                    continue;
+                }
+                let t = match ids.entry(next) {
+                    Entry::Occupied(o) => *o.get(),
+                    Entry::Vacant(v) => {
+                        if b.accept.len() >= limits.max_states {
+                            return Err(DfaError::Limit(format!(
+                                "more than {} lexer states",
+                                limits.max_states
+                            )));
+                        }
+                        queue.push(next);
+                        *v.insert(b.add_state())
+                    }
+                };
+                b.set(me, classes[rep as usize] as usize, t);
+            }
+        }
+        b.finish(0, limits)
+    }
+
+    /// The premultiplied start state; [`DEAD`] when the language is empty.
+    #[inline]
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// The next state after `byte`; [`DEAD`] when no completion remains.
+    #[inline(always)]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        let i = state as usize + self.classes[byte as usize] as usize;
+        debug_assert!(i < self.trans.len());
+        self.trans[i]
+    }
+
+    /// Runs the DFA over `bytes` from `state`.
+    pub fn run(&self, mut state: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            state = self.next(state, b);
+            if state == DEAD {
+                break;
+            }
+        }
+        state
+    }
+
+    /// The match set of `state` at the end of input, if it accepts there.
+    #[inline]
+    pub fn final_set(&self, state: u32) -> Option<&[u32]> {
+        let f = self.finals[(state / self.stride) as usize];
+        (f != NO_MATCH).then(|| &*self.match_sets[f as usize])
+    }
+
+    /// Whether `state` accepts at the end of input.
+    #[inline]
+    pub fn is_final(&self, state: u32) -> bool {
+        self.finals[(state / self.stride) as usize] != NO_MATCH
+    }
+
+    /// Index of the match set of `state` at end of input (stable ids for [`Dfa::match_sets`]).
+    pub fn final_set_id(&self, state: u32) -> Option<u32> {
+        let f = self.finals[(state / self.stride) as usize];
+        (f != NO_MATCH).then_some(f)
+    }
+
+    /// All distinct match sets, indexed by [`Dfa::final_set_id`].
+    pub fn match_sets(&self) -> &[Box<[u32]>] {
+        &self.match_sets
+    }
+
+    /// Number of states, the dead state included.
+    pub fn num_states(&self) -> usize {
+        self.finals.len()
+    }
+
+    /// Heap memory in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.trans.len() * 4
+            + self.finals.len() * 4
+            + self.match_sets.iter().map(|m| m.len() * 4 + 16).sum::<usize>()
+    }
+
+    /// Premultiplied ids of all states (dead first).
+    pub fn states(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.finals.len() as u32).map(move |i| i * self.stride)
+    }
+
+    /// Dense index of a premultiplied state id.
+    #[inline]
+    pub fn index(&self, state: u32) -> usize {
+        (state / self.stride) as usize
+    }
+
+    /// Whether the language is empty.
+    pub fn is_empty(&self) -> bool {
+        self.start == DEAD
+    }
+
+    /// One representative byte per class, in increasing byte order.
+    pub fn class_reps(&self) -> Vec<u8> {
+        let mut seen = vec![false; self.stride as usize];
+        let mut reps = Vec::new();
+        for b in 0..=255u8 {
+            let c = self.classes[b as usize] as usize;
+            if !seen[c] {
+                seen[c] = true;
+                reps.push(b);
+            }
+        }
+        reps
+    }
+
+    /// Combines two DFAs state by state.
+    ///
+    /// `a_sink`/`b_sink`: whether a side's dead state keeps the product alive (as a rejecting
+    /// sink) instead of killing it. `accept` decides a product state's match set from the sides'
+    /// sets. Only live product states are kept.
+    fn product(
+        a: &Dfa,
+        b: &Dfa,
+        a_sink: bool,
+        b_sink: bool,
+        accept: impl Fn(Option<&[u32]>, Option<&[u32]>) -> Option<Vec<u32>>,
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        // Joint byte classes.
+        let mut joint: HashMap<(u8, u8), u8> = HashMap::new();
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        for byte in 0..=255u8 {
+            let key = (a.classes[byte as usize], b.classes[byte as usize]);
+            let len = joint.len();
+            classes[byte as usize] = *joint.entry(key).or_insert_with(|| {
+                reps.push(byte);
+                len as u8
+            });
+        }
+        let mut raw = RawBuilder::new(classes);
+        let mut ids: HashMap<(u32, u32), usize> = HashMap::new();
+        let start = (a.start, b.start);
+        let alive = |p: (u32, u32)| {
+            (p.0 != DEAD || a_sink) && (p.1 != DEAD || b_sink) && !(p.0 == DEAD && p.1 == DEAD)
+        };
+        if !alive(start) {
+            return Ok(Dfa::empty());
+        }
+        ids.insert(start, raw.add_state());
+        let mut queue = vec![start];
+        while let Some(p) = queue.pop() {
+            let me = ids[&p];
+            let fa = if p.0 == DEAD { None } else { a.final_set(p.0) };
+            let fb = if p.1 == DEAD { None } else { b.final_set(p.1) };
+            if let Some(set) = accept(fa, fb) {
+                raw.accept[me] = set;
+            }
+            for (c, &rep) in reps.iter().enumerate() {
+                let q = (a.next(p.0, rep), b.next(p.1, rep));
+                if !alive(q) {
+                    continue;
+                }
+                let t = match ids.entry(q) {
+                    Entry::Occupied(o) => *o.get(),
+                    Entry::Vacant(v) => {
+                        if raw.accept.len() >= limits.max_states {
+                            return Err(DfaError::Limit(format!(
+                                "more than {} lexer states in a combined lexeme",
+                                limits.max_states
+                            )));
+                        }
+                        queue.push(q);
+                        *v.insert(raw.add_state())
+                    }
+                };
+                raw.set(me, c, t);
+            }
+        }
+        let d = raw.finish(0, limits)?;
+        Ok(d.minimize())
+    }
+
+    /// Strings in both languages; match sets come from `self`.
+    pub fn intersect(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::product(self, other, false, false, |x, y| y.and(x).map(<[u32]>::to_vec), limits)
+    }
+
+    /// Strings in either language; match set `{0}`.
+    pub fn union(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::product(
+            self,
+            other,
+            true,
+            true,
+            |x, y| (x.is_some() || y.is_some()).then(|| vec![0]),
+            limits,
+        )
+    }
+
+    /// Strings in `self` but not in `other`; match sets from `self`.
+    pub fn difference(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::product(
+            self,
+            other,
+            false,
+            true,
+            |x, y| if y.is_some() { None } else { x.map(<[u32]>::to_vec) },
+            limits,
+        )
+    }
+
+    /// The empty language.
+    pub fn empty() -> Dfa {
+        Dfa {
+            classes: [0; 256],
+            stride: 1,
+            trans: vec![DEAD],
+            finals: vec![NO_MATCH],
+            match_sets: Vec::new(),
+            start: DEAD,
+        }
+    }
+
+    /// Merges equivalent states (Moore's partition refinement). Match sets must agree.
+    pub fn minimize(self) -> Dfa {
+        let n = self.finals.len();
+        if n <= 2 {
+            return self;
+        }
+        let stride = self.stride as usize;
+        // Initial partition: by final set (dead state is its own block since it is the only
+        // non-final state with all edges to itself... it may merge with nothing: keep it apart).
+        let mut block: Vec<u32> = vec![0; n];
+        {
+            let mut by_final: HashMap<(bool, u32), u32> = HashMap::new();
+            for (i, slot) in block.iter_mut().enumerate() {
+                let key = (i == 0, self.finals[i]);
+                let next = by_final.len() as u32;
+                *slot = *by_final.entry(key).or_insert(next);
+            }
+        }
+        let mut nblocks = block.iter().copied().max().unwrap_or(0) + 1;
+        loop {
+            let mut sig: HashMap<Vec<u32>, u32> = HashMap::new();
+            let mut next_block = vec![0u32; n];
+            for i in 0..n {
+                let mut key = Vec::with_capacity(stride + 1);
+                key.push(block[i]);
+                for c in 0..stride {
+                    key.push(block[(self.trans[i * stride + c] / self.stride) as usize]);
+                }
+                let len = sig.len() as u32;
+                next_block[i] = *sig.entry(key).or_insert(len);
+            }
+            let count = sig.len() as u32;
+            block = next_block;
+            if count == nblocks {
+                break;
+            }
+            nblocks = count;
+        }
+        if nblocks as usize == n {
+            return self;
+        }
+        // Renumber so the dead state's block is 0.
+        let dead_block = block[0];
+        let mut renum = vec![u32::MAX; nblocks as usize];
+        renum[dead_block as usize] = 0;
+        let mut next = 1;
+        for &bl in &block {
+            if renum[bl as usize] == u32::MAX {
+                renum[bl as usize] = next;
+                next += 1;
+            }
+        }
+        let m = nblocks as usize;
+        let mut trans = vec![0u32; m * stride];
+        let mut finals = vec![NO_MATCH; m];
+        for i in 0..n {
+            let nb = renum[block[i] as usize] as usize;
+            finals[nb] = self.finals[i];
+            for c in 0..stride {
+                let t = renum[block[(self.trans[i * stride + c] / self.stride) as usize] as usize];
+                trans[nb * stride + c] = t * self.stride;
+            }
+        }
+        let start = renum[block[(self.start / self.stride) as usize] as usize] * self.stride;
+        Dfa { classes: self.classes, stride: self.stride, trans, finals, match_sets: self.match_sets, start }
+    }
+
+    /// Per state index: the fewest code points a completion needs to accept (`u32::MAX` for the
+    /// dead state). A code point is counted at its first byte.
+    pub fn min_chars_to_final(&self) -> Vec<u32> {
+        let n = self.finals.len();
+        let reps = self.class_reps();
+        // Reverse edges with 0/1 weights.
+        let mut rev: Vec<Vec<(u32, u8)>> = vec![Vec::new(); n];
+        for i in 1..n {
+            for &rep in &reps {
+                let t = self.trans[i * self.stride as usize + self.classes[rep as usize] as usize];
+                if t != DEAD {
+                    let w = u8::from(!(0x80..0xC0).contains(&rep));
+                    rev[(t / self.stride) as usize].push((i as u32, w));
+                }
+            }
+        }
+        let mut dist = vec![u32::MAX; n];
+        let mut deque = std::collections::VecDeque::new();
+        for (i, &f) in self.finals.iter().enumerate() {
+            if i != 0 && f != NO_MATCH {
+                dist[i] = 0;
+                deque.push_back(i);
+            }
+        }
+        while let Some(t) = deque.pop_front() {
+            let d = dist[t];
+            for &(s, w) in &rev[t] {
+                let nd = d + w as u32;
+                if nd < dist[s as usize] {
+                    dist[s as usize] = nd;
+                    if w == 0 {
+                        deque.push_front(s as usize);
+                    } else {
+                        deque.push_back(s as usize);
+                    }
+                }
+            }
+        }
+        dist
+    }
+
+    /// Whether every live state accepts and every live state can be extended without bound.
+    /// Such a language (like "any string" or `[a-z]*`) is closed under prefixes, so a length
+    /// bound can be checked on its own.
+    pub fn is_prefix_closed(&self) -> bool {
+        (1..self.finals.len()).all(|i| self.finals[i] != NO_MATCH)
+    }
+
+    /// Whether the DFA accepts `bytes`.
+    pub fn accepts(&self, bytes: &[u8]) -> bool {
+        let s = self.run(self.start, bytes);
+        s != DEAD && self.is_final(s)
+    }
+}
+
+/// A DFA under construction over given byte classes, then pruned and packed.
+struct RawBuilder {
+    classes: [u8; 256],
+    nclasses: usize,
+    /// Per state, `nclasses` targets (`usize::MAX` = dead).
+    edges: Vec<usize>,
+    accept: Vec<Vec<u32>>,
+}
+
+impl RawBuilder {
+    fn new(classes: [u8; 256]) -> Self {
+        let nclasses = classes.iter().copied().max().unwrap_or(0) as usize + 1;
+        RawBuilder { classes, nclasses, edges: Vec::new(), accept: Vec::new() }
+    }
+
+    fn add_state(&mut self) -> usize {
+        self.edges.extend(std::iter::repeat_n(usize::MAX, self.nclasses));
+        self.accept.push(Vec::new());
+        self.accept.len() - 1
+    }
+
+    fn set(&mut self, from: usize, class: usize, to: usize) {
+        self.edges[from * self.nclasses + class] = to;
+    }
+
+    fn get(&self, from: usize, class: usize) -> usize {
+        self.edges[from * self.nclasses + class]
+    }
+
+    /// Prunes states that cannot reach acceptance or are unreachable, and packs.
+    fn finish(self, start: usize, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let n = self.accept.len();
+        let k = self.nclasses;
+        if n == 0 {
+            return Ok(Dfa::empty());
+        }
+        // Co-reachability.
+        let mut rev_start = vec![0usize; n + 1];
+        for &t in &self.edges {
+            if t != usize::MAX {
+                rev_start[t + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            rev_start[i + 1] += rev_start[i];
+        }
+        let mut fill = rev_start.clone();
+        let mut rev = vec![0usize; rev_start[n]];
+        for s in 0..n {
+            for c in 0..k {
+                let t = self.edges[s * k + c];
+                if t != usize::MAX {
+                    rev[fill[t]] = s;
+                    fill[t] += 1;
+                }
+            }
+        }
+        let mut live = vec![false; n];
+        let mut stack: Vec<usize> = (0..n).filter(|&s| !self.accept[s].is_empty()).collect();
+        for &s in &stack {
+            live[s] = true;
+        }
+        while let Some(t) = stack.pop() {
+            for &s in &rev[rev_start[t]..rev_start[t + 1]] {
+                if !live[s] {
+                    live[s] = true;
+                    stack.push(s);
+                }
+            }
+        }
+        if !live[start] {
+            return Ok(Dfa::empty());
+        }
+        // Forward reachability from start over live states, numbering from 1 (0 = dead).
+        let mut index = vec![0u32; n];
+        let mut order = vec![start];
+        index[start] = 1;
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i];
+            i += 1;
+            for c in 0..k {
+                let t = self.edges[s * k + c];
+                if t != usize::MAX && live[t] && index[t] == 0 {
+                    index[t] = order.len() as u32 + 1;
+                    order.push(t);
+                }
+            }
+        }
+        if order.len() + 1 > limits.max_states {
+            return Err(DfaError::Limit(format!("more than {} lexer states", limits.max_states)));
+        }
+        let stride = k as u32;
+        let m = order.len() + 1;
+        let mut trans = vec![0u32; m * k];
+        for (j, &s) in order.iter().enumerate() {
+            for c in 0..k {
+                let t = self.edges[s * k + c];
+                if t != usize::MAX && live[t] {
+                    trans[(j + 1) * k + c] = index[t] * stride;
+                }
+            }
+        }
+        let mut finals = vec![NO_MATCH; m];
+        let mut sets: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut match_sets = Vec::new();
+        for (j, &s) in order.iter().enumerate() {
+            if !self.accept[s].is_empty() {
+                let mut set = self.accept[s].clone();
+                set.sort_unstable();
+                set.dedup();
+                let id = *sets.entry(set.clone()).or_insert_with(|| {
+                    match_sets.push(set.into_boxed_slice());
+                    (match_sets.len() - 1) as u32
+                });
+                finals[j + 1] = id;
+            }
+        }
+        Ok(Dfa { classes: self.classes, stride, trans, finals, match_sets, start: stride })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lim() -> DfaLimits {
+        DfaLimits::default()
+    }
+
+    #[test]
+    fn regex_full_match_and_liveness() {
+        let d = Dfa::from_regex("ab+c", lim()).unwrap();
+        assert!(d.accepts(b"abc"));
+        assert!(d.accepts(b"abbbc"));
+        assert!(!d.accepts(b"ab"));
+        assert!(!d.accepts(b"abcx"));
+        // Every surviving prefix is live.
+        let s = d.run(d.start(), b"ab");
+        assert_ne!(s, DEAD);
+        assert_eq!(d.run(d.start(), b"ac"), DEAD);
+        assert_eq!(d.run(d.start(), b"x"), DEAD);
+    }
+
+    #[test]
+    fn anchors_and_word_boundaries_use_end_of_input() {
+        let d = Dfa::from_regex(r"(?s:.*)(?-u:\b)foo(?-u:\b)(?s:.*)", lim()).unwrap();
+        assert!(d.accepts(b"a foo b"));
+        assert!(d.accepts(b"foo"));
+        assert!(!d.accepts(b"afoo"));
+        assert!(!d.accepts(b"foob"));
+        let d = Dfa::from_regex(r"(?s:.*?)(?:^a|b$)(?s:.*)", lim()).unwrap();
+        assert!(d.accepts(b"axx"));
+        assert!(d.accepts(b"xxb"));
+        assert!(!d.accepts(b"xax"));
+    }
+
+    #[test]
+    fn unicode_dot_rejects_invalid_utf8() {
+        let d = Dfa::from_regex("(?s:.*)", lim()).unwrap();
+        assert!(d.accepts("héllo €".as_bytes()));
+        assert!(!d.accepts(b"\xff"));
+        assert!(!d.accepts(b"\xc3"));
+        // A partial character is a live prefix.
+        assert_ne!(d.run(d.start(), b"\xe2\x82"), DEAD);
+        assert!(d.is_prefix_closed() || !d.is_final(d.run(d.start(), b"\xe2\x82")));
+    }
+
+    #[test]
+    fn multi_pattern_match_sets() {
+        let d = Dfa::from_regexes(&["foo", "f.*", "(?s:.*)"], lim()).unwrap();
+        let s = d.run(d.start(), b"foo");
+        assert_eq!(d.final_set(s), Some(&[0, 1, 2][..]));
+        let s = d.run(d.start(), b"fa");
+        assert_eq!(d.final_set(s), Some(&[1, 2][..]));
+        let s = d.run(d.start(), b"x");
+        assert_eq!(d.final_set(s), Some(&[2][..]));
+    }
+
+    #[test]
+    fn literals_trie() {
+        let d = Dfa::from_literals(&["a", "ab", "b"], lim()).unwrap();
+        assert_eq!(d.final_set(d.run(d.start(), b"ab")), Some(&[1][..]));
+        assert_eq!(d.final_set(d.run(d.start(), b"a")), Some(&[0][..]));
+        assert_eq!(d.run(d.start(), b"c"), DEAD);
+        let e = Dfa::from_literals::<&[u8]>(&[], lim()).unwrap();
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn products() {
+        let a = Dfa::from_regex("[a-z]+", lim()).unwrap();
+        let b = Dfa::from_regex(".{2,3}", lim()).unwrap();
+        let i = a.intersect(&b, lim()).unwrap();
+        assert!(i.accepts(b"ab"));
+        assert!(!i.accepts(b"a"));
+        assert!(!i.accepts(b"abcd"));
+        assert!(!i.accepts(b"A1"));
+        let u = a.union(&b, lim()).unwrap();
+        assert!(u.accepts(b"a"));
+        assert!(u.accepts(b"A1"));
+        assert!(!u.accepts(b"A"));
+        let any = Dfa::from_regex("(?s:.*)", lim()).unwrap();
+        let d = any.difference(&a, lim()).unwrap();
+        assert!(d.accepts(b""));
+        assert!(d.accepts(b"A"));
+        assert!(d.accepts(b"ab1"));
+        assert!(!d.accepts(b"ab"));
+        assert!(!d.accepts(b"\xff"));
+        // Empty intersection is the empty language.
+        let x = Dfa::from_regex("x+", lim()).unwrap();
+        assert!(x.intersect(&a.difference(&x, lim()).unwrap(), lim()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn min_chars() {
+        let d = Dfa::from_regex("é{3}", lim()).unwrap();
+        let dist = d.min_chars_to_final();
+        assert_eq!(dist[d.index(d.start())], 3);
+        let s = d.run(d.start(), "é".as_bytes());
+        assert_eq!(dist[d.index(s)], 2);
+        let s = d.run(d.start(), b"\xc3");
+        assert_eq!(dist[d.index(s)], 2, "a started character counts as one");
+    }
+
+    #[test]
+    fn minimize_merges() {
+        let d = Dfa::from_regex("(a|b)c|(d|e)c", lim()).unwrap();
+        let before = d.num_states();
+        let m = d.clone().minimize();
+        assert!(m.num_states() <= before);
+        for w in [&b"ac"[..], b"ec", b"a", b"cc", b""] {
+            assert_eq!(m.accepts(w), d.accepts(w));
+        }
+    }
+}

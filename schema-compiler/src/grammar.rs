@@ -1,0 +1,148 @@
+//! The compiled grammar: immutable, `Send + Sync`, shared by every matcher of a schema.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::compile::{ArrSpec, Builder, DfaId, Lexer, ObjSpec, Program, ValueTemplate};
+use crate::dfa::Dfa;
+use crate::error::CompileError;
+use crate::ir::{Lowering, NodeId};
+use crate::options::Options;
+use crate::report::CompileReport;
+
+/// A JSON Schema compiled to a byte-level automaton.
+///
+/// Build one with [`Grammar::compile`] (or a [`Compiler`] when the schema refers to other
+/// documents), then run any number of [`Matcher`](crate::Matcher)s over it, on any threads.
+#[derive(Debug)]
+pub struct Grammar {
+    pub(crate) options: Options,
+    pub(crate) dfas: Vec<Arc<Dfa>>,
+    /// Per DFA: fewest code points to acceptance per state index (for length bounds).
+    pub(crate) min_chars: Vec<Option<Box<[u32]>>>,
+    pub(crate) lexers: Vec<Lexer>,
+    pub(crate) programs: Vec<Program>,
+    pub(crate) obj_specs: Vec<ObjSpec>,
+    pub(crate) arr_specs: Vec<ArrSpec>,
+    pub(crate) templates: Vec<Option<ValueTemplate>>,
+    pub(crate) root: NodeId,
+    pub(crate) report: CompileReport,
+    /// DFA of any UTF-8 string (string syntax).
+    pub(crate) utf8: DfaId,
+    /// DFA of number syntax under the number policy.
+    pub(crate) number_syntax: DfaId,
+    /// DFA of `true|false|null`.
+    pub(crate) literal_syntax: DfaId,
+}
+
+/// Compiles schemas that may refer to other documents.
+#[derive(Debug, Clone, Default)]
+pub struct Compiler {
+    options: Options,
+    remotes: HashMap<String, Value>,
+}
+
+impl Compiler {
+    /// A compiler with the given options.
+    pub fn new(options: Options) -> Compiler {
+        Compiler { options, remotes: HashMap::new() }
+    }
+
+    /// Makes `schema` available to `$ref`s under the absolute `uri` (nothing is ever fetched
+    /// from the network).
+    pub fn add_document(&mut self, uri: &str, schema: Value) -> &mut Self {
+        self.remotes.insert(uri.to_string(), schema);
+        self
+    }
+
+    /// Compiles `schema`.
+    pub fn compile(&self, schema: &Value) -> Result<Grammar, CompileError> {
+        let _span = tracing::debug_span!("compile").entered();
+        let mut low = Lowering::new(schema, &self.options, &self.remotes)?;
+        let root = low.lower_root()?;
+        let mut b = Builder::new(&self.options, low)?;
+        b.build_templates(root)?;
+        let utf8 = b.utf8_id();
+        let number_syntax = b.number_syntax_id();
+        let literal_syntax = b.literal_syntax_id()?;
+        let n = b.low.nodes.len();
+        let mut templates = vec![None; n];
+        for (id, t) in b.templates.drain() {
+            templates[id.0 as usize] = Some(t);
+        }
+        let min_chars = b
+            .dfas
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let needed = b.lexers.iter().any(|l| l.dfa as usize == i && l.max_len.is_some());
+                needed.then(|| d.min_chars_to_final().into_boxed_slice())
+            })
+            .collect();
+        Ok(Grammar {
+            options: self.options.clone(),
+            dfas: b.dfas,
+            min_chars,
+            lexers: b.lexers,
+            programs: b.programs,
+            obj_specs: b.obj_specs,
+            arr_specs: b.arr_specs,
+            templates,
+            root,
+            report: CompileReport { notes: b.low.notes },
+            utf8,
+            number_syntax,
+            literal_syntax,
+        })
+    }
+}
+
+impl Grammar {
+    /// Compiles `schema` with `options` (references to other documents fail; use a
+    /// [`Compiler`] to provide them).
+    pub fn compile(schema: &Value, options: &Options) -> Result<Grammar, CompileError> {
+        Compiler::new(options.clone()).compile(schema)
+    }
+
+    /// What was relaxed or ignored.
+    pub fn report(&self) -> &CompileReport {
+        &self.report
+    }
+
+    /// The options the grammar was compiled with.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Total lexeme DFA states.
+    pub fn dfa_states(&self) -> usize {
+        self.dfas.iter().map(|d| d.num_states()).sum()
+    }
+
+    /// Approximate heap memory of the grammar, in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.dfas.iter().map(|d| d.memory_bytes()).sum::<usize>()
+            + self.obj_specs.iter().map(|s| s.reach.len() * 8).sum::<usize>()
+            + self.templates.len() * std::mem::size_of::<Option<ValueTemplate>>()
+    }
+
+    pub(crate) fn dfa(&self, id: DfaId) -> &Dfa {
+        &self.dfas[id as usize]
+    }
+
+    pub(crate) fn template(&self, node: NodeId) -> &ValueTemplate {
+        self.templates[node.0 as usize].as_ref().expect("template built for every value node")
+    }
+}
+
+impl Builder<'_> {
+    pub(crate) fn utf8_id(&self) -> DfaId {
+        self.universe_id(3)
+    }
+
+    pub(crate) fn number_syntax_id(&self) -> DfaId {
+        self.universe_id(2)
+    }
+}

@@ -1,0 +1,180 @@
+//! What to compile and how: strictness, whitespace and number policies, limits.
+
+/// How whitespace between JSON tokens is governed.
+///
+/// Whitespace never changes what a document means, so the automaton may restrict it without
+/// rejecting any value; the policy only decides which *spellings* of a value are accepted. A
+/// generating model should not be able to emit whitespace forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Whitespace {
+    /// No whitespace at all: `{"a":1,"b":[true]}`.
+    Compact,
+    /// Between any two tokens, at most `max_newlines` line breaks (`\n` or `\r\n`) and at most
+    /// `max_spaces` spaces or tabs. `Flexible { max_newlines: 1, max_spaces: 16 }` allows
+    /// pretty-printed output to moderate depth, but not endless blank lines.
+    Flexible {
+        /// Line breaks allowed in one run of whitespace.
+        max_newlines: u8,
+        /// Spaces and tabs allowed in one run of whitespace.
+        max_spaces: u16,
+    },
+    /// Any run of JSON whitespace (for validating text written by someone else).
+    Unbounded,
+}
+
+/// How number texts are governed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NumberPolicy {
+    /// Digits allowed before the decimal point (`None`: unbounded).
+    pub max_int_digits: Option<u32>,
+    /// Digits allowed after the decimal point (`None`: unbounded).
+    pub max_frac_digits: Option<u32>,
+    /// Digits allowed in an exponent (`None`: unbounded).
+    pub max_exp_digits: Option<u32>,
+    /// Whether numbers with a constraint on their value (bounds, `multipleOf`, `integer`,
+    /// numeric `enum`/`const`) may be written with an exponent or as `1.0` for an integer.
+    ///
+    /// With `false` (for generation) such numbers are recognized in plain notation by an
+    /// exact automaton, so every prefix it accepts can still be completed. With `true` (for
+    /// validation) every JSON spelling is accepted and the value is checked exactly when the
+    /// number ends; a prefix may then turn out to have no valid completion.
+    pub any_notation: bool,
+}
+
+/// Limits that bound compile time and memory; hitting one is a [`crate::CompileError::Limit`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum nesting depth of a document (objects and arrays).
+    pub max_depth: u32,
+    /// Maximum number of schema nodes after resolving references and merging.
+    pub max_nodes: usize,
+    /// Maximum number of states of one lexeme DFA.
+    pub max_dfa_states: usize,
+    /// Memory budget for compiling one regex to a DFA, in bytes.
+    pub max_regex_bytes: usize,
+    /// Maximum total lexeme DFA states of one grammar.
+    pub max_total_dfa_states: usize,
+    /// Length bounds up to this value may be folded into a DFA (needed under `anyOf`, `not`).
+    pub max_expanded_length: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_depth: 64,
+            max_nodes: 100_000,
+            max_dfa_states: 100_000,
+            max_regex_bytes: 32 << 20,
+            max_total_dfa_states: 2_000_000,
+            max_expanded_length: 256,
+        }
+    }
+}
+
+/// Whether `format` asserts or only annotates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FormatMode {
+    /// Known formats are enforced; unknown formats follow the keyword policy.
+    Assert,
+    /// `format` is an annotation (the 2020-12 default for validators): ignored.
+    Annotate,
+}
+
+/// Compile options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// Strict (default): an unsupported keyword is an error. Lenient: it is relaxed (ignored)
+    /// and listed in the compile report.
+    pub strict: bool,
+    /// Whitespace policy.
+    pub whitespace: Whitespace,
+    /// Number policy.
+    pub numbers: NumberPolicy,
+    /// Whether `format` is enforced.
+    pub format: FormatMode,
+    /// Limits.
+    pub limits: Limits,
+    /// The draft assumed when a schema has no `$schema`.
+    pub default_draft: Draft,
+}
+
+/// JSON Schema drafts, as far as they change the meaning of keywords.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Draft {
+    /// Draft 4 (`id`, boolean `exclusiveMinimum`).
+    Draft4,
+    /// Draft 6.
+    Draft6,
+    /// Draft 7.
+    Draft7,
+    /// 2019-09.
+    Draft2019,
+    /// 2020-12.
+    Draft2020,
+}
+
+impl Options {
+    /// Defaults for constraining generation: compact-ish whitespace (one line break and 16
+    /// spaces per gap), at most 20 integer digits, 20 fraction digits and 3 exponent digits,
+    /// constrained numbers in plain notation, formats enforced, strict.
+    pub fn generation() -> Options {
+        Options {
+            strict: true,
+            whitespace: Whitespace::Flexible { max_newlines: 1, max_spaces: 16 },
+            numbers: NumberPolicy {
+                max_int_digits: Some(20),
+                max_frac_digits: Some(20),
+                max_exp_digits: Some(3),
+                any_notation: false,
+            },
+            format: FormatMode::Assert,
+            limits: Limits::default(),
+            default_draft: Draft::Draft2020,
+        }
+    }
+
+    /// Options for validating existing text: any whitespace, numbers of any length and
+    /// notation, formats enforced, strict.
+    pub fn validation() -> Options {
+        Options {
+            whitespace: Whitespace::Unbounded,
+            numbers: NumberPolicy {
+                max_int_digits: None,
+                max_frac_digits: None,
+                max_exp_digits: None,
+                any_notation: true,
+            },
+            ..Options::generation()
+        }
+    }
+
+    /// Sets strictness.
+    pub fn strict(mut self, yes: bool) -> Options {
+        self.strict = yes;
+        self
+    }
+
+    /// Sets the whitespace policy.
+    pub fn whitespace(mut self, ws: Whitespace) -> Options {
+        self.whitespace = ws;
+        self
+    }
+
+    /// Sets the format mode.
+    pub fn format(mut self, mode: FormatMode) -> Options {
+        self.format = mode;
+        self
+    }
+
+    /// Sets the default draft.
+    pub fn default_draft(mut self, draft: Draft) -> Options {
+        self.default_draft = draft;
+        self
+    }
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options::generation()
+    }
+}
