@@ -1,1 +1,81 @@
 //! Allowed-token masks for a byte-level recognizer over a vocabulary trie.
+//!
+//! Given a grammar behind the narrow [`Recognizer`] trait (push a byte, pop bytes, is the
+//! text complete) and a [`Kernel`] built once per vocabulary, a [`Session`] computes which
+//! tokens may come next as a [`FixedBitSet`], commits tokens, rolls them back and reports
+//! forced bytes; [`apply`] turns a mask into `-inf` logits.
+//!
+//! # How a mask is computed
+//!
+//! 1. The recognizer's [state key](Recognizer::state_key) is looked up in a caller-owned
+//!    [`MaskCache`] (bounded in bytes, real LRU, hit/miss counters).
+//! 2. On a miss, inside a string the vocabulary is split: tokens without `"` cannot leave the
+//!    string, so they depend on the string's lexer state alone. For a plain string they are a
+//!    precomputed set (by code-point budget, for `maxLength`); otherwise one walk of the trie
+//!    with the recognizer in lexeme-only mode, cached by lexer state. Only the tokens containing
+//!    `"` (about 1% of a vocabulary) are then walked with the full recognizer.
+//! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
+//!    subtree.
+//! 4. End of sequence is allowed exactly when the text is a complete document; special tokens
+//!    never are. An empty mask is an error, never returned.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::Arc;
+//! use mask_kernel::{Kernel, MaskCache, Recognizer, Session};
+//! use vocab_index::{TokenId, TrieKind, Vocabulary};
+//!
+//! /// Accepts exactly `ab` or `abc`.
+//! struct Words(Vec<u8>);
+//! impl Recognizer for Words {
+//!     fn try_push_byte(&mut self, b: u8) -> bool {
+//!         let mut next = self.0.clone();
+//!         next.push(b);
+//!         let ok = b"abc".starts_with(&next);
+//!         if ok { self.0 = next; }
+//!         ok
+//!     }
+//!     fn pop_bytes(&mut self, n: usize) { self.0.truncate(self.0.len() - n); }
+//!     fn is_accepting(&self) -> bool { self.0 == b"ab" || self.0 == b"abc" }
+//! }
+//!
+//! let vocab = Vocabulary::new([&b"a"[..], b"b", b"ab", b"c", b"</s>"], [TokenId::new(4).unwrap()])
+//!     .unwrap()
+//!     .with_eos_ids([TokenId::new(4).unwrap()])
+//!     .unwrap();
+//! let kernel = Arc::new(Kernel::new(Arc::new(vocab), TrieKind::Flat).unwrap());
+//! let mut session = Session::new(kernel, Words(Vec::new()));
+//! let mut cache = MaskCache::default();
+//! let mut mask = session.new_mask();
+//! session.mask(&mut cache, &mut mask).unwrap();
+//! assert_eq!(mask.ones().collect::<Vec<_>>(), vec![0, 2]); // "a", "ab"
+//! session.commit(TokenId::new(2).unwrap()).unwrap();
+//! session.mask(&mut cache, &mut mask).unwrap();
+//! assert_eq!(mask.ones().collect::<Vec<_>>(), vec![3, 4]); // "c", end of sequence
+//! ```
+//!
+//! # Cost model
+//!
+//! A cache hit costs a key (a few words from the recognizer), a hash and a copy of the mask
+//! (16 KiB for a 128k vocabulary). A miss costs one walk over the part of the trie the
+//! recognizer keeps alive.
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+mod apply;
+mod cache;
+mod error;
+mod kernel;
+mod recognizer;
+mod session;
+mod string_content;
+
+pub use apply::apply;
+pub use cache::{CacheStats, MaskCache};
+pub use error::MaskError;
+pub use fixedbitset::FixedBitSet;
+pub use kernel::Kernel;
+pub use recognizer::{Inside, Recognizer, Split};
+pub use session::{MaskStats, Session};
+pub use string_content::string_content;

@@ -13,16 +13,15 @@
 //!
 //! Templates are computed once, at compile time, for every node reachable as a value.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::dfa::{DEAD, Dfa, DfaError, DfaLimits};
 use crate::error::CompileError;
-use crate::ir::{Bound, Lowering, Node, NodeId, Schema, TypeSet, json_eq};
+use crate::ir::{Bound, Lowering, Node, NodeId, Schema, TypeSet};
 use crate::options::Options;
-use crate::report::{Note, NoteKind};
 use crate::text::decimal::Decimal;
 use crate::text::numeric::{self, NumberSpec};
 use crate::text::{ecma, formats};
@@ -42,8 +41,14 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] =
-        [Kind::Null, Kind::Boolean, Kind::Number, Kind::String, Kind::Array, Kind::Object];
+    pub const ALL: [Kind; 6] = [
+        Kind::Null,
+        Kind::Boolean,
+        Kind::Number,
+        Kind::String,
+        Kind::Array,
+        Kind::Object,
+    ];
 
     /// The kind a value starting with `b` has.
     pub fn of_first_byte(b: u8) -> Option<Kind> {
@@ -70,7 +75,10 @@ impl Kind {
     }
 
     fn is_primitive(self) -> bool {
-        matches!(self, Kind::Null | Kind::Boolean | Kind::Number | Kind::String)
+        matches!(
+            self,
+            Kind::Null | Kind::Boolean | Kind::Number | Kind::String
+        )
     }
 }
 
@@ -172,7 +180,10 @@ pub enum LeafSpec {
     Object(u32),
     Array(u32),
     /// True when the object leaf `leaf` of the same program has seen literal key `lit`.
-    KeySeen { leaf: u32, lit: u32 },
+    KeySeen {
+        leaf: u32,
+        lit: u32,
+    },
 }
 
 /// A boolean formula over leaves, for one container value.
@@ -187,7 +198,6 @@ pub struct Program {
 /// Object keywords of one schema.
 #[derive(Debug, Clone)]
 pub struct ObjSpec {
-    pub loc: String,
     /// Over decoded key bytes; match ids `< nlit` are literals, `nlit..nlit+npat` patterns,
     /// `nlit+npat` the catch-all for additional properties.
     pub key_dfa: DfaId,
@@ -207,21 +217,23 @@ pub struct ObjSpec {
     pub reach: Vec<u64>,
     /// Words per state in `reach`.
     pub reach_words: usize,
-    /// Whether every accepted key is a literal (no patterns, no additional properties).
-    pub closed: bool,
+    /// Per key-DFA state index: every continuation of the key keeps a non-literal key
+    /// acceptable (so any string content is allowed inside the key).
+    pub key_universal: Vec<bool>,
 }
 
 impl ObjSpec {
     /// Literal id of a match set, if it names a literal.
     pub fn literal_of(&self, set: &[u32]) -> Option<u32> {
-        set.first().copied().filter(|&i| (i as usize) < self.lits.len())
+        set.first()
+            .copied()
+            .filter(|&i| (i as usize) < self.lits.len())
     }
 }
 
 /// Array keywords of one schema.
 #[derive(Debug, Clone)]
 pub struct ArrSpec {
-    pub loc: String,
     pub prefix: Vec<NodeId>,
     /// Node for items past the prefix (`None`: anything).
     pub items: Option<NodeId>,
@@ -323,26 +335,31 @@ impl<'o> Builder<'o> {
             options,
             low,
             dfas: Vec::new(),
-            dfa_by_regex: HashMap::new(),
-            op_memo: HashMap::new(),
+            dfa_by_regex: HashMap::default(),
+            op_memo: HashMap::default(),
             lexers: Vec::new(),
             programs: Vec::new(),
             obj_specs: Vec::new(),
             arr_specs: Vec::new(),
-            templates: HashMap::new(),
-            lang_memo: HashMap::new(),
-            in_progress: HashSet::new(),
-            expr_memo: HashMap::new(),
-            obj_spec_memo: HashMap::new(),
-            arr_spec_memo: HashMap::new(),
-            and_memo: HashMap::new(),
+            templates: HashMap::default(),
+            lang_memo: HashMap::default(),
+            in_progress: HashSet::default(),
+            expr_memo: HashMap::default(),
+            obj_spec_memo: HashMap::default(),
+            arr_spec_memo: HashMap::default(),
+            and_memo: HashMap::default(),
             universe: [0; 4],
             empty: 0,
             total_states: 0,
             pending: Vec::new(),
         };
         b.empty = b.add_dfa(Dfa::empty(), "#")?;
-        b.lexers.push(Lexer { dfa: b.empty, min_len: 0, max_len: None, check: None });
+        b.lexers.push(Lexer {
+            dfa: b.empty,
+            min_len: 0,
+            max_len: None,
+            check: None,
+        });
         let n = options.numbers;
         let number_syntax = NumberSpec {
             integer: false,
@@ -353,11 +370,12 @@ impl<'o> Builder<'o> {
             exponent: true,
             max_exp_digits: n.max_exp_digits,
         };
-        let num_re = numeric::number_language(&number_syntax).map_err(|e| CompileError::Invalid {
-            keyword: "type".into(),
-            pointer: "#".into(),
-            reason: e.to_string(),
-        })?;
+        let num_re =
+            numeric::number_language(&number_syntax).map_err(|e| CompileError::Invalid {
+                keyword: "type".into(),
+                pointer: "#".into(),
+                reason: e.to_string(),
+            })?;
         b.universe = [
             b.regex_dfa("null", "#")?,
             b.regex_dfa("true|false", "#")?,
@@ -409,8 +427,21 @@ impl<'o> Builder<'o> {
         if let Some(&id) = self.dfa_by_regex.get(re) {
             return Ok(id);
         }
-        let dfa = Dfa::from_regex(re, self.limits()).map_err(|e| self.dfa_error(e, loc, "regex"))?;
-        let id = self.add_dfa(dfa, loc)?;
+        let dfa = crate::dfa::cached_regex(re, self.limits())
+            .map_err(|e| self.dfa_error(e, loc, "regex"))?;
+        self.total_states += dfa.num_states();
+        if self.total_states > self.options.limits.max_total_dfa_states {
+            return Err(CompileError::Limit {
+                limit: "max_total_dfa_states",
+                pointer: loc.into(),
+                detail: format!(
+                    "lexeme automata exceed {} states in total",
+                    self.options.limits.max_total_dfa_states
+                ),
+            });
+        }
+        self.dfas.push(dfa);
+        let id = self.dfas.len() as DfaId - 1;
         self.dfa_by_regex.insert(re.to_string(), id);
         Ok(id)
     }
@@ -443,7 +474,11 @@ impl<'o> Builder<'o> {
                 _ => da.difference(&db, self.limits()),
             }
             .map_err(|e| self.dfa_error(e, loc, "combined lexeme"))?;
-            if res.is_empty() { self.empty } else { self.add_dfa(res, loc)? }
+            if res.is_empty() {
+                self.empty
+            } else {
+                self.add_dfa(res, loc)?
+            }
         };
         self.op_memo.insert((op, x, y), r);
         Ok(r)
@@ -463,11 +498,21 @@ impl<'o> Builder<'o> {
     // ----- primitive languages -------------------------------------------------------------
 
     fn universe_lang(&self, kind: Kind) -> Lang {
-        Lang { dfa: self.universe[kind as usize], min: 0, max: None, check: None }
+        Lang {
+            dfa: self.universe[kind as usize],
+            min: 0,
+            max: None,
+            check: None,
+        }
     }
 
     fn empty_lang(&self) -> Lang {
-        Lang { dfa: self.empty, min: 0, max: None, check: None }
+        Lang {
+            dfa: self.empty,
+            min: 0,
+            max: None,
+            check: None,
+        }
     }
 
     fn any_notation(&self, kind: Kind) -> bool {
@@ -496,13 +541,21 @@ impl<'o> Builder<'o> {
         };
         let len = self.regex_dfa(&re, loc)?;
         let dfa = self.dfa_op(0, l.dfa, len, loc)?;
-        Ok(Lang { dfa, min: 0, max: None, check: l.check })
+        Ok(Lang {
+            dfa,
+            min: 0,
+            max: None,
+            check: l.check,
+        })
     }
 
     fn intersect(&mut self, a: Lang, b: Lang, kind: Kind, loc: &str) -> Result<Lang, CompileError> {
         let dfa = self.dfa_op(0, a.dfa, b.dfa, loc)?;
         let check = if self.any_notation(kind) {
-            Some(NumExpr::and(a.check.unwrap_or(NumExpr::True), b.check.unwrap_or(NumExpr::True)))
+            Some(NumExpr::and(
+                a.check.unwrap_or(NumExpr::True),
+                b.check.unwrap_or(NumExpr::True),
+            ))
         } else {
             None
         };
@@ -529,14 +582,24 @@ impl<'o> Builder<'o> {
     fn union(&mut self, xs: Vec<Lang>, kind: Kind, loc: &str) -> Result<Lang, CompileError> {
         if self.any_notation(kind) {
             let checks = xs.into_iter().map(|l| self.num_pred(l)).collect();
-            return Ok(Lang { dfa: self.universe[2], min: 0, max: None, check: Some(NumExpr::Or(checks)) });
+            return Ok(Lang {
+                dfa: self.universe[2],
+                min: 0,
+                max: None,
+                check: Some(NumExpr::Or(checks)),
+            });
         }
         let mut acc: Option<Lang> = None;
         for x in xs {
             let x = self.fold_len(x, loc)?;
             acc = Some(match acc {
                 None => x,
-                Some(a) => Lang { dfa: self.dfa_op(1, a.dfa, x.dfa, loc)?, min: 0, max: None, check: None },
+                Some(a) => Lang {
+                    dfa: self.dfa_op(1, a.dfa, x.dfa, loc)?,
+                    min: 0,
+                    max: None,
+                    check: None,
+                },
             });
         }
         Ok(acc.unwrap_or_else(|| self.empty_lang()))
@@ -553,13 +616,23 @@ impl<'o> Builder<'o> {
         }
         let x = self.fold_len(x, loc)?;
         let dfa = self.dfa_op(2, self.universe[kind as usize], x.dfa, loc)?;
-        Ok(Lang { dfa, min: 0, max: None, check: None })
+        Ok(Lang {
+            dfa,
+            min: 0,
+            max: None,
+            check: None,
+        })
     }
 
     fn exactly_one(&mut self, xs: Vec<Lang>, kind: Kind, loc: &str) -> Result<Lang, CompileError> {
         if self.any_notation(kind) {
             let checks = xs.into_iter().map(|l| self.num_pred(l)).collect();
-            return Ok(Lang { dfa: self.universe[2], min: 0, max: None, check: Some(NumExpr::OneOf(checks)) });
+            return Ok(Lang {
+                dfa: self.universe[2],
+                min: 0,
+                max: None,
+                check: Some(NumExpr::OneOf(checks)),
+            });
         }
         let mut folded = Vec::with_capacity(xs.len());
         for x in xs {
@@ -574,7 +647,12 @@ impl<'o> Builder<'o> {
                     others = self.dfa_op(1, others, o.dfa, loc)?;
                 }
             }
-            parts.push(Lang { dfa: self.dfa_op(2, folded[i].dfa, others, loc)?, min: 0, max: None, check: None });
+            parts.push(Lang {
+                dfa: self.dfa_op(2, folded[i].dfa, others, loc)?,
+                min: 0,
+                max: None,
+                check: None,
+            });
         }
         self.union(parts, kind, loc)
     }
@@ -676,7 +754,10 @@ impl<'o> Builder<'o> {
         let mut l = self.universe_lang(kind);
         // enum / const.
         if let Some(values) = &s.enum_values {
-            let vals: Vec<&Value> = values.iter().filter(|v| value_kind(v) == Some(kind)).collect();
+            let vals: Vec<&Value> = values
+                .iter()
+                .filter(|v| value_kind(v) == Some(kind))
+                .collect();
             if vals.is_empty() {
                 return Ok(self.empty_lang());
             }
@@ -714,22 +795,35 @@ impl<'o> Builder<'o> {
                         },
                         other => other,
                     })?;
-                    let pl = Lang { dfa: d, min: 0, max: None, check: None };
+                    let pl = Lang {
+                        dfa: d,
+                        min: 0,
+                        max: None,
+                        check: None,
+                    };
                     l = self.intersect(l, pl, kind, &loc)?;
                 }
                 if let Some(f) = &s.format {
-                    let fl = formats::format_language(f).ok_or_else(|| CompileError::Unsupported {
-                        keyword: "format".into(),
-                        pointer: loc.clone(),
-                        reason: format!("format `{f}` is not enforced"),
-                    })?;
+                    let fl =
+                        formats::format_language(f).ok_or_else(|| CompileError::Unsupported {
+                            keyword: "format".into(),
+                            pointer: loc.clone(),
+                            reason: format!("format `{f}` is not enforced"),
+                        })?;
                     let d = self.regex_dfa(&fl.regex, &loc)?;
-                    let fl = Lang { dfa: d, min: 0, max: fl.max_length.map(u64::from), check: None };
+                    let fl = Lang {
+                        dfa: d,
+                        min: 0,
+                        max: fl.max_length.map(u64::from),
+                        check: None,
+                    };
                     l = self.intersect(l, fl, kind, &loc)?;
                 }
             }
             Kind::Number => {
-                let integer = s.types.is_some_and(|t| t.has(TypeSet::INTEGER) && !t.has(TypeSet::NUMBER));
+                let integer = s
+                    .types
+                    .is_some_and(|t| t.has(TypeSet::INTEGER) && !t.has(TypeSet::NUMBER));
                 let lower = tightest(&s.lower, true);
                 let upper = tightest(&s.upper, false);
                 if self.options.numbers.any_notation {
@@ -747,12 +841,19 @@ impl<'o> Builder<'o> {
                         e = NumExpr::and(e, NumExpr::MultipleOf(m.clone()));
                     }
                     l.check = Some(NumExpr::and(l.check.take().unwrap_or(NumExpr::True), e));
-                } else if integer || lower.is_some() || upper.is_some() || !s.multiple_of.is_empty() {
+                } else if integer || lower.is_some() || upper.is_some() || !s.multiple_of.is_empty()
+                {
                     let n = self.options.numbers;
                     let spec = NumberSpec {
                         integer,
-                        lower: lower.map(|b| numeric::Bound { value: b.value, inclusive: b.inclusive }),
-                        upper: upper.map(|b| numeric::Bound { value: b.value, inclusive: b.inclusive }),
+                        lower: lower.map(|b| numeric::Bound {
+                            value: b.value,
+                            inclusive: b.inclusive,
+                        }),
+                        upper: upper.map(|b| numeric::Bound {
+                            value: b.value,
+                            inclusive: b.inclusive,
+                        }),
                         max_int_digits: n.max_int_digits,
                         max_frac_digits: n.max_frac_digits,
                         exponent: false,
@@ -764,10 +865,30 @@ impl<'o> Builder<'o> {
                         detail: format!("numeric range: {e}"),
                     })?;
                     let d = self.regex_dfa(&re, &loc)?;
-                    l = self.intersect(l, Lang { dfa: d, min: 0, max: None, check: None }, kind, &loc)?;
+                    l = self.intersect(
+                        l,
+                        Lang {
+                            dfa: d,
+                            min: 0,
+                            max: None,
+                            check: None,
+                        },
+                        kind,
+                        &loc,
+                    )?;
                     for m in &s.multiple_of {
                         let d = self.multiple_of_dfa(m, &loc)?;
-                        l = self.intersect(l, Lang { dfa: d, min: 0, max: None, check: None }, kind, &loc)?;
+                        l = self.intersect(
+                            l,
+                            Lang {
+                                dfa: d,
+                                min: 0,
+                                max: None,
+                                check: None,
+                            },
+                            kind,
+                            &loc,
+                        )?;
                     }
                 }
             }
@@ -779,10 +900,20 @@ impl<'o> Builder<'o> {
     fn enum_lang(&mut self, vals: &[&Value], kind: Kind, loc: &str) -> Result<Lang, CompileError> {
         match kind {
             Kind::String => {
-                let lits: Vec<&[u8]> = vals.iter().filter_map(|v| v.as_str()).map(str::as_bytes).collect();
-                let d = Dfa::from_literals(&lits, self.limits()).map_err(|e| self.dfa_error(e, loc, "enum"))?;
+                let lits: Vec<&[u8]> = vals
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .map(str::as_bytes)
+                    .collect();
+                let d = Dfa::from_literals(&lits, self.limits())
+                    .map_err(|e| self.dfa_error(e, loc, "enum"))?;
                 let id = self.add_dfa(d, loc)?;
-                Ok(Lang { dfa: id, min: 0, max: None, check: None })
+                Ok(Lang {
+                    dfa: id,
+                    min: 0,
+                    max: None,
+                    check: None,
+                })
             }
             Kind::Number => {
                 let mut decs = Vec::new();
@@ -794,15 +925,22 @@ impl<'o> Builder<'o> {
                     }
                 }
                 if self.options.numbers.any_notation {
-                    return Ok(Lang { dfa: self.universe[2], min: 0, max: None, check: Some(NumExpr::In(decs)) });
+                    return Ok(Lang {
+                        dfa: self.universe[2],
+                        min: 0,
+                        max: None,
+                        check: Some(NumExpr::In(decs)),
+                    });
                 }
                 let mut alts = Vec::new();
                 for d in &decs {
-                    let plain = d.to_plain_string_within(4096).ok_or_else(|| CompileError::Limit {
-                        limit: "max_dfa_states",
-                        pointer: loc.into(),
-                        detail: "enum number too long to spell out".into(),
-                    })?;
+                    let plain =
+                        d.to_plain_string_within(4096)
+                            .ok_or_else(|| CompileError::Limit {
+                                limit: "max_dfa_states",
+                                pointer: loc.into(),
+                                detail: "enum number too long to spell out".into(),
+                            })?;
                     let body = regex_syntax::escape(&plain);
                     alts.push(if d.is_zero() {
                         "-?0(?:\\.0+)?".to_string()
@@ -814,14 +952,25 @@ impl<'o> Builder<'o> {
                 }
                 let re = format!("(?:{})", alts.join("|"));
                 let d = self.regex_dfa(&re, loc)?;
-                Ok(Lang { dfa: d, min: 0, max: None, check: None })
+                Ok(Lang {
+                    dfa: d,
+                    min: 0,
+                    max: None,
+                    check: None,
+                })
             }
             Kind::Boolean | Kind::Null => {
                 let lits: Vec<String> = vals.iter().map(|v| v.to_string()).collect();
                 let lits: Vec<&[u8]> = lits.iter().map(|s| s.as_bytes()).collect();
-                let d = Dfa::from_literals(&lits, self.limits()).map_err(|e| self.dfa_error(e, loc, "enum"))?;
+                let d = Dfa::from_literals(&lits, self.limits())
+                    .map_err(|e| self.dfa_error(e, loc, "enum"))?;
                 let id = self.add_dfa(d, loc)?;
-                Ok(Lang { dfa: id, min: 0, max: None, check: None })
+                Ok(Lang {
+                    dfa: id,
+                    min: 0,
+                    max: None,
+                    check: None,
+                })
             }
             _ => unreachable!("containers have no lexer"),
         }
@@ -921,9 +1070,15 @@ impl<'o> Builder<'o> {
                     parts.push(Expr::Obj(spec));
                     let lits = self.obj_specs[spec as usize].lits.clone();
                     for (name, dep) in &s.dependent_schemas {
-                        let lit = lits.iter().position(|l| l == name).expect("dependent names are literals");
+                        let lit = lits
+                            .iter()
+                            .position(|l| l == name)
+                            .expect("dependent names are literals");
                         let d = self.expr(*dep, kind)?;
-                        parts.push(or(vec![Expr::Not(Box::new(Expr::KeySeen(spec, lit as u32))), d]));
+                        parts.push(or(vec![
+                            Expr::Not(Box::new(Expr::KeySeen(spec, lit as u32))),
+                            d,
+                        ]));
                     }
                 }
             }
@@ -986,7 +1141,10 @@ impl<'o> Builder<'o> {
 
     /// A synthetic node accepting exactly `value` (for object and array `enum`/`const`).
     fn const_node(&mut self, value: &Value, loc: &str) -> Result<NodeId, CompileError> {
-        let mut s = Schema { loc: loc.to_string(), ..Schema::default() };
+        let mut s = Schema {
+            loc: loc.to_string(),
+            ..Schema::default()
+        };
         match value {
             Value::Object(m) => {
                 s.types = Some(TypeSet(TypeSet::OBJECT));
@@ -1028,7 +1186,11 @@ impl<'o> Builder<'o> {
             self.low.add_node(Node::True)?
         } else {
             let loc = self.loc(parts[0]);
-            self.low.add_node(Node::Schema(Box::new(Schema { loc, all_of: parts.clone(), ..Schema::default() })))?
+            self.low.add_node(Node::Schema(Box::new(Schema {
+                loc,
+                all_of: parts.clone(),
+                ..Schema::default()
+            })))?
         };
         self.and_memo.insert(parts, n);
         Ok(Some(n))
@@ -1082,7 +1244,11 @@ impl<'o> Builder<'o> {
         let mut lit_member = Vec::with_capacity(lits.len());
         for name in &lits {
             let mut parts = Vec::new();
-            let declared = s.properties.iter().find(|(k, _)| k == name).map(|(_, n)| *n);
+            let declared = s
+                .properties
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, n)| *n);
             if let Some(n) = declared {
                 parts.push(n);
             }
@@ -1112,13 +1278,16 @@ impl<'o> Builder<'o> {
         let mut key_dfa = if res.is_empty() {
             Dfa::empty()
         } else {
-            Dfa::from_regexes(&res, self.limits()).map_err(|e| self.dfa_error(e, &loc, "property names"))?
+            Dfa::from_regexes(&res, self.limits())
+                .map_err(|e| self.dfa_error(e, &loc, "property names"))?
         };
         if let Some(pn) = s.property_names {
             let pl = self.lang(pn, Kind::String)?;
             let pl = self.fold_len(pl, &loc)?;
             let pd = self.dfas[pl.dfa as usize].clone();
-            key_dfa = key_dfa.intersect(&pd, self.limits()).map_err(|e| self.dfa_error(e, &loc, "propertyNames"))?;
+            key_dfa = key_dfa
+                .intersect(&pd, self.limits())
+                .map_err(|e| self.dfa_error(e, &loc, "propertyNames"))?;
         }
         // Member node per non-literal match set.
         let mut set_member = Vec::with_capacity(key_dfa.match_sets().len());
@@ -1196,13 +1365,22 @@ impl<'o> Builder<'o> {
             .iter()
             .map(|(n, ds)| (lit_id(n), ds.iter().map(|d| lit_id(d)).collect()))
             .collect();
+        let nonlit_bit = |st: u32| {
+            let i = key_dfa.index(st);
+            reach[i * words + nlit / 64] & (1 << (nlit % 64)) != 0
+        };
+        let key_universal = if key_dfa.num_states() <= 20_000 {
+            key_dfa
+                .universality(|st| st != DEAD && nonlit_bit(st), |_| true)
+                .0
+        } else {
+            vec![false; key_dfa.num_states()]
+        };
         let key_id = self.add_dfa(key_dfa, &loc)?;
-        let closed = npat == 0 && !additional_allowed;
         for m in lit_member.iter().chain(set_member.iter()).flatten() {
             self.pending.push(*m);
         }
         let spec = ObjSpec {
-            loc,
             key_dfa: key_id,
             lits,
             lit_member,
@@ -1213,7 +1391,7 @@ impl<'o> Builder<'o> {
             dependent_required,
             reach,
             reach_words: words,
-            closed,
+            key_universal,
         };
         self.obj_specs.push(spec);
         let id = self.obj_specs.len() as u32 - 1;
@@ -1226,13 +1404,25 @@ impl<'o> Builder<'o> {
             return Ok(id);
         }
         let contains = s.contains;
-        let min_contains = if contains.is_some() { s.min_contains.unwrap_or(1) } else { 0 };
-        let max_contains = if contains.is_some() { s.max_contains } else { None };
-        for n in s.prefix_items.iter().chain(s.items.iter()).chain(contains.iter()) {
+        let min_contains = if contains.is_some() {
+            s.min_contains.unwrap_or(1)
+        } else {
+            0
+        };
+        let max_contains = if contains.is_some() {
+            s.max_contains
+        } else {
+            None
+        };
+        for n in s
+            .prefix_items
+            .iter()
+            .chain(s.items.iter())
+            .chain(contains.iter())
+        {
             self.pending.push(*n);
         }
         let spec = ArrSpec {
-            loc: s.loc.clone(),
             prefix: s.prefix_items.clone(),
             items: s.items,
             min_items: s.min_items,
@@ -1289,7 +1479,7 @@ impl<'o> Builder<'o> {
                 }
             }
         }
-        let mut obj_leaf = HashMap::new();
+        let mut obj_leaf = HashMap::default();
         flatten(&e, &mut p, &mut obj_leaf);
         p.all_essential = match &e {
             Expr::True | Expr::Obj(_) | Expr::Arr(_) => true,
@@ -1304,7 +1494,12 @@ impl<'o> Builder<'o> {
         if self.is_empty(&l) {
             return EMPTY_LEXER;
         }
-        self.lexers.push(Lexer { dfa: l.dfa, min_len: l.min, max_len: l.max, check: l.check.map(Arc::new) });
+        self.lexers.push(Lexer {
+            dfa: l.dfa,
+            min_len: l.min,
+            max_len: l.max,
+            check: l.check.map(Arc::new),
+        });
         self.lexers.len() as LexerId - 1
     }
 
@@ -1326,7 +1521,14 @@ impl<'o> Builder<'o> {
             let array = self.program(ae);
             let oe = self.expr(n, Kind::Object)?;
             let object = self.program(oe);
-            self.templates.insert(n, ValueTemplate { lexers, array, object });
+            self.templates.insert(
+                n,
+                ValueTemplate {
+                    lexers,
+                    array,
+                    object,
+                },
+            );
         }
         // Record where dead ends are possible.
         for p in &self.programs {
@@ -1343,16 +1545,6 @@ impl<'o> Builder<'o> {
 
     pub(crate) fn literal_syntax_id(&mut self) -> Result<DfaId, CompileError> {
         self.regex_dfa("true|false|null", "#")
-    }
-
-    /// Notes gathered while building.
-    pub fn notes(&self) -> &[Note] {
-        &self.low.notes
-    }
-
-    /// Adds a note.
-    pub fn note(&mut self, kind: NoteKind, keyword: &str, pointer: &str, detail: &str) {
-        self.low.notes.push(Note { kind, keyword: keyword.into(), pointer: pointer.into(), detail: detail.into() });
     }
 }
 
@@ -1400,9 +1592,4 @@ fn split_decimal(canon: &str) -> Option<(u64, u64)> {
         return None;
     }
     Some((coef, frac.len() as u64))
-}
-
-/// JSON equality re-exported for the runtime.
-pub fn values_equal(a: &Value, b: &Value) -> bool {
-    json_eq(a, b)
 }

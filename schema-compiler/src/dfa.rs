@@ -15,8 +15,10 @@
 //! On top of that, this module combines DFAs (intersection, union, difference), minimizes them and
 //! measures, per state, how many code points a completion needs at least (for length bounds).
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::dfa::{Automaton, dense};
 use regex_automata::nfa::thompson;
@@ -30,7 +32,7 @@ pub const DEAD: u32 = 0;
 const NO_MATCH: u32 = u32::MAX;
 
 /// Size limits applied while building and combining DFAs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DfaLimits {
     /// Maximum number of states of one DFA (after pruning).
     pub max_states: usize,
@@ -40,7 +42,10 @@ pub struct DfaLimits {
 
 impl Default for DfaLimits {
     fn default() -> Self {
-        DfaLimits { max_states: 200_000, regex_bytes: 64 << 20 }
+        DfaLimits {
+            max_states: 200_000,
+            regex_bytes: 64 << 20,
+        }
     }
 }
 
@@ -68,7 +73,18 @@ pub struct Dfa {
     match_sets: Vec<Box<[u32]>>,
     /// Premultiplied start state (may be `DEAD` for an empty language).
     start: u32,
+    /// Per state index, computed on first use: [`UNIVERSAL`] and [`FREE`] flags for string
+    /// content (see [`Dfa::string_flags`]).
+    univ: OnceLock<Box<[u8]>>,
 }
+
+/// Flag of [`Dfa::string_flags`]: every JSON string content keeps the state live.
+pub const UNIVERSAL: u8 = 1;
+/// Flag of [`Dfa::string_flags`]: every string content keeps the state live and accepting.
+pub const FREE: u8 = 2;
+
+/// Largest DFA for which [`Dfa::string_flags`] are computed (others report no flags).
+const UNIVERSALITY_MAX_STATES: usize = 20_000;
 
 impl std::fmt::Debug for Dfa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -84,8 +100,10 @@ impl Dfa {
     /// Builds a DFA accepting exactly the byte strings that fully match one of `patterns`
     /// (regex-syntax syntax, Unicode mode). Pattern `i` reports id `i` in match sets.
     pub fn from_regexes<S: AsRef<str>>(patterns: &[S], limits: DfaLimits) -> Result<Dfa, DfaError> {
-        let anchored: Vec<String> =
-            patterns.iter().map(|p| format!(r"\A(?:{})\z", p.as_ref())).collect();
+        let anchored: Vec<String> = patterns
+            .iter()
+            .map(|p| format!(r"\A(?:{})\z", p.as_ref()))
+            .collect();
         let dfa = dense::Builder::new()
             .syntax(syntax::Config::new().unicode(true).utf8(true))
             .thompson(thompson::Config::new().nfa_size_limit(Some(limits.regex_bytes)))
@@ -181,7 +199,7 @@ impl Dfa {
             classes[b as usize] = (i + 1) as u8;
         }
         let mut raw = RawBuilder::new(classes);
-        let mut ids: HashMap<S, usize> = HashMap::new();
+        let mut ids: HashMap<S, usize> = HashMap::default();
         let mut states = vec![start.clone()];
         ids.insert(start, raw.add_state());
         let mut i = 0;
@@ -218,16 +236,20 @@ impl Dfa {
     /// Copies the reachable, live part of a `regex-automata` DFA.
     fn import(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa, DfaError> {
         let cfg = start::Config::new().anchored(Anchored::Yes);
-        let start =
-            dfa.start_state(&cfg).map_err(|e| DfaError::Regex(format!("start state: {e}")))?;
+        let start = dfa
+            .start_state(&cfg)
+            .map_err(|e| DfaError::Regex(format!("start state: {e}")))?;
         let bc = dfa.byte_classes();
         let mut classes = [0u8; 256];
         for (byte, c) in classes.iter_mut().enumerate() {
             *c = bc.get(byte as u8);
         }
-        let reps: Vec<u8> = bc.representatives(0..=255).filter_map(|u| u.as_u8()).collect();
+        let reps: Vec<u8> = bc
+            .representatives(0..=255)
+            .filter_map(|u| u.as_u8())
+            .collect();
         let mut b = RawBuilder::new(classes);
-        let mut ids: HashMap<regex_automata::util::primitives::StateID, usize> = HashMap::new();
+        let mut ids: HashMap<regex_automata::util::primitives::StateID, usize> = HashMap::default();
         let mut queue = vec![start];
         ids.insert(start, b.add_state());
         while let Some(sid) = queue.pop() {
@@ -259,7 +281,12 @@ impl Dfa {
                 b.set(me, classes[rep as usize] as usize, t);
             }
         }
-        b.finish(0, limits)
+        let d = b.finish(0, limits)?;
+        Ok(if d.num_states() <= 5_000 {
+            d.minimize()
+        } else {
+            d
+        })
     }
 
     /// The premultiplied start state; [`DEAD`] when the language is empty.
@@ -320,7 +347,11 @@ impl Dfa {
     pub fn memory_bytes(&self) -> usize {
         self.trans.len() * 4
             + self.finals.len() * 4
-            + self.match_sets.iter().map(|m| m.len() * 4 + 16).sum::<usize>()
+            + self
+                .match_sets
+                .iter()
+                .map(|m| m.len() * 4 + 16)
+                .sum::<usize>()
     }
 
     /// Premultiplied ids of all states (dead first).
@@ -367,7 +398,7 @@ impl Dfa {
         limits: DfaLimits,
     ) -> Result<Dfa, DfaError> {
         // Joint byte classes.
-        let mut joint: HashMap<(u8, u8), u8> = HashMap::new();
+        let mut joint: HashMap<(u8, u8), u8> = HashMap::default();
         let mut classes = [0u8; 256];
         let mut reps: Vec<u8> = Vec::new();
         for byte in 0..=255u8 {
@@ -379,7 +410,7 @@ impl Dfa {
             });
         }
         let mut raw = RawBuilder::new(classes);
-        let mut ids: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut ids: HashMap<(u32, u32), usize> = HashMap::default();
         let start = (a.start, b.start);
         let alive = |p: (u32, u32)| {
             (p.0 != DEAD || a_sink) && (p.1 != DEAD || b_sink) && !(p.0 == DEAD && p.1 == DEAD)
@@ -423,7 +454,14 @@ impl Dfa {
 
     /// Strings in both languages; match sets come from `self`.
     pub fn intersect(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
-        Self::product(self, other, false, false, |x, y| y.and(x).map(<[u32]>::to_vec), limits)
+        Self::product(
+            self,
+            other,
+            false,
+            false,
+            |x, y| y.and(x).map(<[u32]>::to_vec),
+            limits,
+        )
     }
 
     /// Strings in either language; match set `{0}`.
@@ -445,7 +483,13 @@ impl Dfa {
             other,
             false,
             true,
-            |x, y| if y.is_some() { None } else { x.map(<[u32]>::to_vec) },
+            |x, y| {
+                if y.is_some() {
+                    None
+                } else {
+                    x.map(<[u32]>::to_vec)
+                }
+            },
             limits,
         )
     }
@@ -459,6 +503,7 @@ impl Dfa {
             finals: vec![NO_MATCH],
             match_sets: Vec::new(),
             start: DEAD,
+            univ: OnceLock::new(),
         }
     }
 
@@ -469,43 +514,60 @@ impl Dfa {
             return self;
         }
         let stride = self.stride as usize;
-        // Initial partition: by final set (dead state is its own block since it is the only
-        // non-final state with all edges to itself... it may merge with nothing: keep it apart).
-        let mut block: Vec<u32> = vec![0; n];
-        {
-            let mut by_final: HashMap<(bool, u32), u32> = HashMap::new();
-            for (i, slot) in block.iter_mut().enumerate() {
-                let key = (i == 0, self.finals[i]);
-                let next = by_final.len() as u32;
-                *slot = *by_final.entry(key).or_insert(next);
-            }
-        }
-        let mut nblocks = block.iter().copied().max().unwrap_or(0) + 1;
-        loop {
-            let mut sig: HashMap<Vec<u32>, u32> = HashMap::new();
-            let mut next_block = vec![0u32; n];
-            for i in 0..n {
-                let mut key = Vec::with_capacity(stride + 1);
-                key.push(block[i]);
-                for c in 0..stride {
-                    key.push(block[(self.trans[i * stride + c] / self.stride) as usize]);
+        let width = stride + 1;
+        // Initial blocks: the dead state alone, then one block per final set.
+        let mut block: Vec<u32> = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    0
+                } else {
+                    self.finals[i].wrapping_add(2)
                 }
-                let len = sig.len() as u32;
-                next_block[i] = *sig.entry(key).or_insert(len);
+            })
+            .collect();
+        let mut nblocks = {
+            let mut b = block.clone();
+            b.sort_unstable();
+            b.dedup();
+            b.len()
+        };
+        let mut sig = vec![0u32; n * width];
+        let mut order: Vec<usize> = (0..n).collect();
+        loop {
+            for i in 0..n {
+                let row = &mut sig[i * width..(i + 1) * width];
+                row[0] = block[i];
+                for c in 0..stride {
+                    row[c + 1] = block[(self.trans[i * stride + c] / self.stride) as usize];
+                }
             }
-            let count = sig.len() as u32;
-            block = next_block;
+            order.sort_unstable_by(|&x, &y| {
+                sig[x * width..(x + 1) * width].cmp(&sig[y * width..(y + 1) * width])
+            });
+            let mut next = vec![0u32; n];
+            let mut count = 0u32;
+            for (k, &i) in order.iter().enumerate() {
+                if k > 0 {
+                    let prev = order[k - 1];
+                    if sig[prev * width..(prev + 1) * width] != sig[i * width..(i + 1) * width] {
+                        count += 1;
+                    }
+                }
+                next[i] = count;
+            }
+            let count = count as usize + 1;
+            block = next;
             if count == nblocks {
                 break;
             }
             nblocks = count;
         }
-        if nblocks as usize == n {
+        if nblocks == n {
             return self;
         }
-        // Renumber so the dead state's block is 0.
+        // Renumber so the dead state's block is 0, others in order of first appearance.
         let dead_block = block[0];
-        let mut renum = vec![u32::MAX; nblocks as usize];
+        let mut renum = vec![u32::MAX; nblocks];
         renum[dead_block as usize] = 0;
         let mut next = 1;
         for &bl in &block {
@@ -514,7 +576,7 @@ impl Dfa {
                 next += 1;
             }
         }
-        let m = nblocks as usize;
+        let m = nblocks;
         let mut trans = vec![0u32; m * stride];
         let mut finals = vec![NO_MATCH; m];
         for i in 0..n {
@@ -526,7 +588,15 @@ impl Dfa {
             }
         }
         let start = renum[block[(self.start / self.stride) as usize] as usize] * self.stride;
-        Dfa { classes: self.classes, stride: self.stride, trans, finals, match_sets: self.match_sets, start }
+        Dfa {
+            classes: self.classes,
+            stride: self.stride,
+            trans,
+            finals,
+            match_sets: self.match_sets,
+            start,
+            univ: OnceLock::new(),
+        }
     }
 
     /// Per state index: the fewest code points a completion needs to accept (`u32::MAX` for the
@@ -577,11 +647,127 @@ impl Dfa {
         (1..self.finals.len()).all(|i| self.finals[i] != NO_MATCH)
     }
 
+    /// Flags of `state` for string content ([`UNIVERSAL`], [`FREE`]), computed once per DFA.
+    ///
+    /// A state is universal when every JSON string content read from it (any valid UTF-8
+    /// ending on a character boundary) keeps it live, and free when it also keeps it
+    /// accepting. In such states the mask kernel can allow whole precomputed sets of tokens
+    /// without walking the vocabulary.
+    pub fn string_flags(&self, state: u32) -> u8 {
+        let flags = self.univ.get_or_init(|| {
+            if self.num_states() > UNIVERSALITY_MAX_STATES {
+                return vec![0; self.num_states()].into_boxed_slice();
+            }
+            let (live, free) = self.universality(|s| s != DEAD, |s| s != DEAD && self.is_final(s));
+            live.iter()
+                .zip(&free)
+                .map(|(&l, &f)| l as u8 * UNIVERSAL | f as u8 * FREE)
+                .collect()
+        });
+        flags[self.index(state)]
+    }
+
+    /// Per state index: (every UTF-8 continuation keeps `alive`, and also `accepting` at
+    /// character boundaries).
+    pub fn universality(
+        &self,
+        alive: impl Fn(u32) -> bool,
+        accepting: impl Fn(u32) -> bool,
+    ) -> (Vec<bool>, Vec<bool>) {
+        let u = utf8_universe();
+        let n = self.num_states();
+        let m = u.num_states();
+        // Joint classes.
+        let mut joint: HashMap<(u8, u8), usize> = HashMap::default();
+        let mut reps = Vec::new();
+        for b in 0..=255u8 {
+            let key = (self.classes[b as usize], u.classes[b as usize]);
+            joint.entry(key).or_insert_with(|| {
+                reps.push(b);
+                reps.len() - 1
+            });
+        }
+        let pair = |si: usize, ui: usize| si * m + ui;
+        let mut bad_live = vec![false; n * m];
+        let mut bad_free = vec![false; n * m];
+        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n * m];
+        for si in 0..n {
+            let s = si as u32 * self.stride;
+            let a = alive(s);
+            let acc = accepting(s);
+            for ui in 1..m {
+                let us = ui as u32 * u.stride;
+                let p = pair(si, ui);
+                bad_live[p] = !a;
+                bad_free[p] = !a || (u.is_final(us) && !acc);
+                for &b in &reps {
+                    let un = u.next(us, b);
+                    if un == DEAD {
+                        continue;
+                    }
+                    let sn = self.next(s, b);
+                    rev[pair(self.index(sn), u.index(un))].push(p as u32);
+                }
+            }
+        }
+        let close = |bad: &mut Vec<bool>| {
+            let mut stack: Vec<usize> = (0..bad.len()).filter(|&p| bad[p]).collect();
+            while let Some(p) = stack.pop() {
+                for &q in &rev[p] {
+                    if !bad[q as usize] {
+                        bad[q as usize] = true;
+                        stack.push(q as usize);
+                    }
+                }
+            }
+        };
+        close(&mut bad_live);
+        close(&mut bad_free);
+        let us = u.index(u.start);
+        let live = (0..n)
+            .map(|si| si != 0 && !bad_live[pair(si, us)])
+            .collect();
+        let free = (0..n)
+            .map(|si| si != 0 && !bad_free[pair(si, us)])
+            .collect();
+        (live, free)
+    }
+
     /// Whether the DFA accepts `bytes`.
     pub fn accepts(&self, bytes: &[u8]) -> bool {
         let s = self.run(self.start, bytes);
         s != DEAD && self.is_final(s)
     }
+}
+
+/// The DFA of all valid UTF-8 strings (minimized: one state per character-boundary class).
+pub fn utf8_universe() -> &'static Dfa {
+    static U: OnceLock<Dfa> = OnceLock::new();
+    U.get_or_init(|| Dfa::from_regex("(?s:.*)", DfaLimits::default()).expect("a valid regex"))
+}
+
+/// Total states kept by [`cached_regex`] before it starts over.
+const CACHE_MAX_STATES: usize = 4_000_000;
+
+/// [`Dfa::from_regex`] through a process-wide cache: formats and common patterns are
+/// determinized once per process, whatever the schema.
+pub fn cached_regex(pattern: &str, limits: DfaLimits) -> Result<Arc<Dfa>, DfaError> {
+    type Cache = Mutex<(HashMap<(String, DfaLimits), Arc<Dfa>>, usize)>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new((HashMap::default(), 0)));
+    let key = (pattern.to_string(), limits);
+    if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).0.get(&key) {
+        return Ok(d.clone());
+    }
+    let d = Arc::new(Dfa::from_regex(pattern, limits)?);
+    let mut guard = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.1 + d.num_states() > CACHE_MAX_STATES {
+        guard.0.clear();
+        guard.1 = 0;
+    }
+    guard.1 += d.num_states();
+    guard.0.insert(key, d.clone());
+    Ok(d)
 }
 
 /// A DFA under construction over given byte classes, then pruned and packed.
@@ -596,11 +782,17 @@ struct RawBuilder {
 impl RawBuilder {
     fn new(classes: [u8; 256]) -> Self {
         let nclasses = classes.iter().copied().max().unwrap_or(0) as usize + 1;
-        RawBuilder { classes, nclasses, edges: Vec::new(), accept: Vec::new() }
+        RawBuilder {
+            classes,
+            nclasses,
+            edges: Vec::new(),
+            accept: Vec::new(),
+        }
     }
 
     fn add_state(&mut self) -> usize {
-        self.edges.extend(std::iter::repeat_n(usize::MAX, self.nclasses));
+        self.edges
+            .extend(std::iter::repeat_n(usize::MAX, self.nclasses));
         self.accept.push(Vec::new());
         self.accept.len() - 1
     }
@@ -674,7 +866,10 @@ impl RawBuilder {
             }
         }
         if order.len() + 1 > limits.max_states {
-            return Err(DfaError::Limit(format!("more than {} lexer states", limits.max_states)));
+            return Err(DfaError::Limit(format!(
+                "more than {} lexer states",
+                limits.max_states
+            )));
         }
         let stride = k as u32;
         let m = order.len() + 1;
@@ -688,7 +883,7 @@ impl RawBuilder {
             }
         }
         let mut finals = vec![NO_MATCH; m];
-        let mut sets: HashMap<Vec<u32>, u32> = HashMap::new();
+        let mut sets: HashMap<Vec<u32>, u32> = HashMap::default();
         let mut match_sets = Vec::new();
         for (j, &s) in order.iter().enumerate() {
             if !self.accept[s].is_empty() {
@@ -702,7 +897,15 @@ impl RawBuilder {
                 finals[j + 1] = id;
             }
         }
-        Ok(Dfa { classes: self.classes, stride, trans, finals, match_sets, start: stride })
+        Ok(Dfa {
+            classes: self.classes,
+            stride,
+            trans,
+            finals,
+            match_sets,
+            start: stride,
+            univ: OnceLock::new(),
+        })
     }
 }
 
@@ -795,7 +998,11 @@ mod tests {
         assert!(!d.accepts(b"\xff"));
         // Empty intersection is the empty language.
         let x = Dfa::from_regex("x+", lim()).unwrap();
-        assert!(x.intersect(&a.difference(&x, lim()).unwrap(), lim()).unwrap().is_empty());
+        assert!(
+            x.intersect(&a.difference(&x, lim()).unwrap(), lim())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]

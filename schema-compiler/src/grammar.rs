@@ -35,6 +35,14 @@ pub struct Grammar {
     pub(crate) number_syntax: DfaId,
     /// DFA of `true|false|null`.
     pub(crate) literal_syntax: DfaId,
+    /// Whether values are hashed (some array has `uniqueItems`).
+    pub(crate) needs_hash: bool,
+}
+
+/// See [`Grammar::universal_flags`].
+pub(crate) struct UniversalFlags {
+    pub live_all: bool,
+    pub free: bool,
 }
 
 /// Compiles schemas that may refer to other documents.
@@ -47,7 +55,10 @@ pub struct Compiler {
 impl Compiler {
     /// A compiler with the given options.
     pub fn new(options: Options) -> Compiler {
-        Compiler { options, remotes: HashMap::new() }
+        Compiler {
+            options,
+            remotes: HashMap::new(),
+        }
     }
 
     /// Makes `schema` available to `$ref`s under the absolute `uri` (nothing is ever fetched
@@ -77,10 +88,14 @@ impl Compiler {
             .iter()
             .enumerate()
             .map(|(i, d)| {
-                let needed = b.lexers.iter().any(|l| l.dfa as usize == i && l.max_len.is_some());
+                let needed = b
+                    .lexers
+                    .iter()
+                    .any(|l| l.dfa as usize == i && l.max_len.is_some());
                 needed.then(|| d.min_chars_to_final().into_boxed_slice())
             })
             .collect();
+        let needs_hash = b.arr_specs.iter().any(|a| a.unique);
         Ok(Grammar {
             options: self.options.clone(),
             dfas: b.dfas,
@@ -95,6 +110,7 @@ impl Compiler {
             utf8,
             number_syntax,
             literal_syntax,
+            needs_hash,
         })
     }
 }
@@ -124,7 +140,11 @@ impl Grammar {
     /// Approximate heap memory of the grammar, in bytes.
     pub fn memory_bytes(&self) -> usize {
         self.dfas.iter().map(|d| d.memory_bytes()).sum::<usize>()
-            + self.obj_specs.iter().map(|s| s.reach.len() * 8).sum::<usize>()
+            + self
+                .obj_specs
+                .iter()
+                .map(|s| s.reach.len() * 8)
+                .sum::<usize>()
             + self.templates.len() * std::mem::size_of::<Option<ValueTemplate>>()
     }
 
@@ -132,8 +152,19 @@ impl Grammar {
         &self.dfas[id as usize]
     }
 
+    /// String-content flags of a lexer DFA state.
+    pub(crate) fn universal_flags(&self, dfa: DfaId, state: u32) -> UniversalFlags {
+        let f = self.dfas[dfa as usize].string_flags(state);
+        UniversalFlags {
+            live_all: f & crate::dfa::UNIVERSAL != 0,
+            free: f & crate::dfa::FREE != 0,
+        }
+    }
+
     pub(crate) fn template(&self, node: NodeId) -> &ValueTemplate {
-        self.templates[node.0 as usize].as_ref().expect("template built for every value node")
+        self.templates[node.0 as usize]
+            .as_ref()
+            .expect("template built for every value node")
     }
 }
 

@@ -39,7 +39,6 @@ impl TypeSet {
     pub const STRING: u8 = 16;
     pub const ARRAY: u8 = 32;
     pub const OBJECT: u8 = 64;
-    pub const ALL: TypeSet = TypeSet(0x7f);
 
     pub fn has(self, bit: u8) -> bool {
         self.0 & bit != 0
@@ -178,8 +177,13 @@ const ANNOTATIONS: &[&str] = &[
 ];
 
 /// Standard keywords that assert something and are not implemented.
-const UNIMPLEMENTED: &[&str] =
-    &["$dynamicRef", "$recursiveRef", "unevaluatedProperties", "unevaluatedItems", "$vocabulary"];
+const UNIMPLEMENTED: &[&str] = &[
+    "$dynamicRef",
+    "$recursiveRef",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$vocabulary",
+];
 
 /// Formats enforced by this compiler.
 pub const KNOWN_FORMATS: &[&str] = &[
@@ -233,7 +237,10 @@ fn unescape_token(token: &str) -> String {
 
 fn draft_of_schema_uri(uri: &str) -> Option<Draft> {
     let u = uri.trim_end_matches('#');
-    let u = u.strip_prefix("https://").or_else(|| u.strip_prefix("http://")).unwrap_or(u);
+    let u = u
+        .strip_prefix("https://")
+        .or_else(|| u.strip_prefix("http://"))
+        .unwrap_or(u);
     Some(match u {
         "json-schema.org/draft-04/schema" => Draft::Draft4,
         "json-schema.org/draft-06/schema" => Draft::Draft6,
@@ -273,8 +280,10 @@ fn percent_decode(s: &str) -> String {
     while i < bytes.len() {
         if bytes[i] == b'%'
             && i + 2 < bytes.len()
-            && let (Some(h), Some(l)) =
-                ((bytes[i + 1] as char).to_digit(16), (bytes[i + 2] as char).to_digit(16))
+            && let (Some(h), Some(l)) = (
+                (bytes[i + 1] as char).to_digit(16),
+                (bytes[i + 2] as char).to_digit(16),
+            )
         {
             out.push((h * 16 + l) as u8);
             i += 3;
@@ -333,7 +342,8 @@ impl<'o> Lowering<'o> {
             Some(s) => draft_of_schema_uri(s).unwrap_or(self.options.default_draft),
             None => self.options.default_draft,
         };
-        self.resources.insert(without_fragment(&base), (doc, String::new()));
+        self.resources
+            .insert(without_fragment(&base), (doc, String::new()));
         self.docs.push(value);
         self.doc_base.push(base.clone());
         self.index(doc, String::new(), base, draft)?;
@@ -352,7 +362,9 @@ impl<'o> Lowering<'o> {
         if self.scope.contains_key(&loc) {
             return Ok(());
         }
-        let Some(value) = pointer_get(&self.docs[doc], &ptr) else { return Ok(()) };
+        let Some(value) = pointer_get(&self.docs[doc], &ptr) else {
+            return Ok(());
+        };
         let Value::Object(obj) = value else {
             self.scope.insert(loc, (base, draft));
             return Ok(());
@@ -381,7 +393,8 @@ impl<'o> Lowering<'o> {
                             base = res.clone();
                             self.resources.insert(res.to_string(), loc.clone());
                         }
-                        self.anchors.insert(format!("{}#{}", res, percent_decode(&frag)), loc.clone());
+                        self.anchors
+                            .insert(format!("{}#{}", res, percent_decode(&frag)), loc.clone());
                     }
                 }
                 Err(e) => {
@@ -396,7 +409,8 @@ impl<'o> Lowering<'o> {
         if draft >= Draft::Draft2019 {
             for key in ["$anchor", "$dynamicAnchor"] {
                 if let Some(a) = obj.get(key).and_then(Value::as_str) {
-                    self.anchors.insert(format!("{}#{}", without_fragment(&base), a), loc.clone());
+                    self.anchors
+                        .insert(format!("{}#{}", without_fragment(&base), a), loc.clone());
                 }
             }
         }
@@ -413,9 +427,17 @@ impl<'o> Lowering<'o> {
                         }
                     }
                 }
-                "additionalProperties" | "additionalItems" | "contains" | "propertyNames"
-                | "not" | "if" | "then" | "else" | "unevaluatedProperties"
-                | "unevaluatedItems" | "contentSchema" => {
+                "additionalProperties"
+                | "additionalItems"
+                | "contains"
+                | "propertyNames"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "unevaluatedProperties"
+                | "unevaluatedItems"
+                | "contentSchema" => {
                     self.index(doc, kptr, base.clone(), draft)?;
                 }
                 "items" | "allOf" | "anyOf" | "oneOf" | "prefixItems" => match sub {
@@ -460,7 +482,9 @@ impl<'o> Lowering<'o> {
             pointer: me.loc_string(loc),
             reason,
         };
-        let target = base.join(reference).map_err(|e| unresolved(self, e.to_string()))?;
+        let target = base
+            .join(reference)
+            .map_err(|e| unresolved(self, e.to_string()))?;
         let frag = percent_decode(target.fragment().unwrap_or(""));
         let res_uri = without_fragment(&target);
         let res = match self.resources.get(&res_uri) {
@@ -522,13 +546,13 @@ impl<'o> Lowering<'o> {
         if let Some(&id) = self.memo.get(&loc) {
             return Ok(id);
         }
-        let value = pointer_get(&self.docs[loc.0], &loc.1).cloned().ok_or_else(|| {
-            CompileError::Invalid {
+        let value = pointer_get(&self.docs[loc.0], &loc.1)
+            .cloned()
+            .ok_or_else(|| CompileError::Invalid {
                 keyword: "$ref".into(),
                 pointer: self.loc_string(&loc),
                 reason: "no schema at this location".into(),
-            }
-        })?;
+            })?;
         let id = self.push(Node::True)?;
         self.memo.insert(loc.clone(), id);
         let node = match &value {
@@ -539,7 +563,10 @@ impl<'o> Lowering<'o> {
                 return Err(CompileError::Invalid {
                     keyword: "schema".into(),
                     pointer: self.loc_string(&loc),
-                    reason: format!("a schema must be an object or a boolean, not {}", kind(other)),
+                    reason: format!(
+                        "a schema must be an object or a boolean, not {}",
+                        kind(other)
+                    ),
                 });
             }
         };
@@ -573,10 +600,17 @@ impl<'o> Lowering<'o> {
         Ok(())
     }
 
-    fn lower_object(&mut self, loc: &Loc, obj: &Map<String, Value>) -> Result<Schema, CompileError> {
+    fn lower_object(
+        &mut self,
+        loc: &Loc,
+        obj: &Map<String, Value>,
+    ) -> Result<Schema, CompileError> {
         let (_, draft) = self.scope_of(loc);
         let here = self.loc_string(loc);
-        let mut s = Schema { loc: here.clone(), ..Schema::default() };
+        let mut s = Schema {
+            loc: here.clone(),
+            ..Schema::default()
+        };
         let invalid = |keyword: &str, reason: String| CompileError::Invalid {
             keyword: keyword.to_string(),
             pointer: here.clone(),
@@ -584,7 +618,9 @@ impl<'o> Lowering<'o> {
         };
 
         if let Some(r) = obj.get("$ref") {
-            let r = r.as_str().ok_or_else(|| invalid("$ref", "must be a string".into()))?;
+            let r = r
+                .as_str()
+                .ok_or_else(|| invalid("$ref", "must be a string".into()))?;
             let target = self.resolve_ref(loc, r)?;
             let t = self.lower(target)?;
             s.all_of.push(t);
@@ -616,17 +652,24 @@ impl<'o> Lowering<'o> {
                         other => vec![other],
                     };
                     for n in names {
-                        let name = n.as_str().ok_or_else(|| invalid(k, "type names are strings".into()))?;
+                        let name = n
+                            .as_str()
+                            .ok_or_else(|| invalid(k, "type names are strings".into()))?;
                         set |= TypeSet::from_name(name)
                             .ok_or_else(|| invalid(k, format!("unknown type `{name}`")))?;
                     }
                     s.types = Some(TypeSet(set));
                 }
                 "enum" => {
-                    let a = v.as_array().ok_or_else(|| invalid(k, "must be an array".into()))?;
+                    let a = v
+                        .as_array()
+                        .ok_or_else(|| invalid(k, "must be an array".into()))?;
                     s.enum_values = Some(match s.enum_values.take() {
                         None => a.clone(),
-                        Some(prev) => prev.into_iter().filter(|x| a.iter().any(|y| json_eq(x, y))).collect(),
+                        Some(prev) => prev
+                            .into_iter()
+                            .filter(|x| a.iter().any(|y| json_eq(x, y)))
+                            .collect(),
                     });
                 }
                 "const" => {
@@ -635,11 +678,25 @@ impl<'o> Lowering<'o> {
                         Some(prev) => prev.into_iter().filter(|x| json_eq(x, v)).collect(),
                     });
                 }
-                "minLength" => s.min_length = count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
-                "maxLength" => s.max_length = Some(count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?),
-                "pattern" => s.patterns.push(v.as_str().ok_or_else(|| invalid(k, "must be a string".into()))?.to_string()),
+                "minLength" => {
+                    s.min_length = count(v)
+                        .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?
+                }
+                "maxLength" => {
+                    s.max_length = Some(
+                        count(v)
+                            .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
+                    )
+                }
+                "pattern" => s.patterns.push(
+                    v.as_str()
+                        .ok_or_else(|| invalid(k, "must be a string".into()))?
+                        .to_string(),
+                ),
                 "format" => {
-                    let f = v.as_str().ok_or_else(|| invalid(k, "must be a string".into()))?;
+                    let f = v
+                        .as_str()
+                        .ok_or_else(|| invalid(k, "must be a string".into()))?;
                     if self.options.format == FormatMode::Assert {
                         if f == "hostname" {
                             // Exact only without internationalized A-labels (`xn--`), whose
@@ -669,24 +726,45 @@ impl<'o> Lowering<'o> {
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
                     if let Value::Bool(b) = v {
                         if draft != Draft::Draft4 {
-                            return Err(invalid(k, "must be a number (boolean form is draft 4)".into()));
+                            return Err(invalid(
+                                k,
+                                "must be a number (boolean form is draft 4)".into(),
+                            ));
                         }
                         // Draft 4: modifies `minimum` / `maximum`; handled below.
                         let _ = b;
                         continue;
                     }
-                    let n = v.as_number().ok_or_else(|| invalid(k, "must be a number".into()))?;
+                    let n = v
+                        .as_number()
+                        .ok_or_else(|| invalid(k, "must be a number".into()))?;
                     let d = Decimal::from_json_number(n).map_err(|e| invalid(k, e.to_string()))?;
-                    let excl_flag = |name: &str| draft == Draft::Draft4 && obj.get(name) == Some(&Value::Bool(true));
+                    let excl_flag = |name: &str| {
+                        draft == Draft::Draft4 && obj.get(name) == Some(&Value::Bool(true))
+                    };
                     match k {
-                        "minimum" => s.lower.push(Bound { value: d, inclusive: !excl_flag("exclusiveMinimum") }),
-                        "maximum" => s.upper.push(Bound { value: d, inclusive: !excl_flag("exclusiveMaximum") }),
-                        "exclusiveMinimum" => s.lower.push(Bound { value: d, inclusive: false }),
-                        _ => s.upper.push(Bound { value: d, inclusive: false }),
+                        "minimum" => s.lower.push(Bound {
+                            value: d,
+                            inclusive: !excl_flag("exclusiveMinimum"),
+                        }),
+                        "maximum" => s.upper.push(Bound {
+                            value: d,
+                            inclusive: !excl_flag("exclusiveMaximum"),
+                        }),
+                        "exclusiveMinimum" => s.lower.push(Bound {
+                            value: d,
+                            inclusive: false,
+                        }),
+                        _ => s.upper.push(Bound {
+                            value: d,
+                            inclusive: false,
+                        }),
                     }
                 }
                 "multipleOf" => {
-                    let n = v.as_number().ok_or_else(|| invalid(k, "must be a number".into()))?;
+                    let n = v
+                        .as_number()
+                        .ok_or_else(|| invalid(k, "must be a number".into()))?;
                     let d = Decimal::from_json_number(n).map_err(|e| invalid(k, e.to_string()))?;
                     if d.is_zero() || d.is_negative() {
                         return Err(invalid(k, "must be greater than 0".into()));
@@ -694,7 +772,9 @@ impl<'o> Lowering<'o> {
                     s.multiple_of.push(d);
                 }
                 "properties" | "patternProperties" | "dependentSchemas" => {
-                    let m = v.as_object().ok_or_else(|| invalid(k, "must be an object".into()))?;
+                    let m = v
+                        .as_object()
+                        .ok_or_else(|| invalid(k, "must be an object".into()))?;
                     let mut out = Vec::with_capacity(m.len());
                     for name in m.keys() {
                         out.push((name.clone(), self.child(loc, &[k, name])?));
@@ -708,27 +788,52 @@ impl<'o> Lowering<'o> {
                 "additionalProperties" => s.additional_properties = Some(self.child(loc, &[k])?),
                 "propertyNames" => s.property_names = Some(self.child(loc, &[k])?),
                 "required" => {
-                    let a = v.as_array().ok_or_else(|| invalid(k, "must be an array of strings".into()))?;
+                    let a = v
+                        .as_array()
+                        .ok_or_else(|| invalid(k, "must be an array of strings".into()))?;
                     for n in a {
-                        let n = n.as_str().ok_or_else(|| invalid(k, "must be an array of strings".into()))?;
+                        let n = n
+                            .as_str()
+                            .ok_or_else(|| invalid(k, "must be an array of strings".into()))?;
                         if !s.required.iter().any(|r| r == n) {
                             s.required.push(n.to_string());
                         }
                     }
                 }
-                "minProperties" => s.min_properties = count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
-                "maxProperties" => s.max_properties = Some(count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?),
+                "minProperties" => {
+                    s.min_properties = count(v)
+                        .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?
+                }
+                "maxProperties" => {
+                    s.max_properties = Some(
+                        count(v)
+                            .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
+                    )
+                }
                 "dependentRequired" => {
-                    let m = v.as_object().ok_or_else(|| invalid(k, "must be an object".into()))?;
+                    let m = v
+                        .as_object()
+                        .ok_or_else(|| invalid(k, "must be an object".into()))?;
                     for (name, deps) in m {
-                        s.dependent_required.push((name.clone(), string_list(deps).ok_or_else(|| invalid(k, "values must be arrays of strings".into()))?));
+                        s.dependent_required.push((
+                            name.clone(),
+                            string_list(deps).ok_or_else(|| {
+                                invalid(k, "values must be arrays of strings".into())
+                            })?,
+                        ));
                     }
                 }
                 "dependencies" if draft <= Draft::Draft7 => {
-                    let m = v.as_object().ok_or_else(|| invalid(k, "must be an object".into()))?;
+                    let m = v
+                        .as_object()
+                        .ok_or_else(|| invalid(k, "must be an object".into()))?;
                     for (name, dep) in m {
                         match dep {
-                            Value::Array(_) => s.dependent_required.push((name.clone(), string_list(dep).ok_or_else(|| invalid(k, "arrays must hold strings".into()))?)),
+                            Value::Array(_) => s.dependent_required.push((
+                                name.clone(),
+                                string_list(dep)
+                                    .ok_or_else(|| invalid(k, "arrays must hold strings".into()))?,
+                            )),
                             _ => {
                                 let n = self.child(loc, &[k, name])?;
                                 s.dependent_schemas.push((name.clone(), n));
@@ -753,26 +858,46 @@ impl<'o> Lowering<'o> {
                 },
                 "additionalItems" => {} // Only meaningful with array-form `items`; handled there.
                 "prefixItems" => {
-                    let a = v.as_array().ok_or_else(|| invalid(k, "must be an array".into()))?;
+                    let a = v
+                        .as_array()
+                        .ok_or_else(|| invalid(k, "must be an array".into()))?;
                     for i in 0..a.len() {
                         let is = i.to_string();
                         s.prefix_items.push(self.child(loc, &[k, &is])?);
                     }
                 }
-                "minItems" => s.min_items = count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
-                "maxItems" => s.max_items = Some(count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?),
+                "minItems" => {
+                    s.min_items = count(v)
+                        .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?
+                }
+                "maxItems" => {
+                    s.max_items = Some(
+                        count(v)
+                            .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
+                    )
+                }
                 "contains" => s.contains = Some(self.child(loc, &[k])?),
-                "minContains" if draft >= Draft::Draft2019 => s.min_contains = Some(count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?),
-                "maxContains" if draft >= Draft::Draft2019 => s.max_contains = Some(count(v).ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?),
+                "minContains" if draft >= Draft::Draft2019 => {
+                    s.min_contains = Some(
+                        count(v)
+                            .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
+                    )
+                }
+                "maxContains" if draft >= Draft::Draft2019 => {
+                    s.max_contains = Some(
+                        count(v)
+                            .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
+                    )
+                }
                 "uniqueItems" => {
-                    s.unique_items = v.as_bool().ok_or_else(|| invalid(k, "must be a boolean".into()))?;
-                    if s.unique_items {
-                        self.relax(k, loc, "`uniqueItems` is not implemented".into())?;
-                        s.unique_items = false;
-                    }
+                    s.unique_items = v
+                        .as_bool()
+                        .ok_or_else(|| invalid(k, "must be a boolean".into()))?;
                 }
                 "allOf" | "anyOf" | "oneOf" => {
-                    let a = v.as_array().ok_or_else(|| invalid(k, "must be a non-empty array".into()))?;
+                    let a = v
+                        .as_array()
+                        .ok_or_else(|| invalid(k, "must be a non-empty array".into()))?;
                     if a.is_empty() {
                         return Err(invalid(k, "must be a non-empty array".into()));
                     }
@@ -793,8 +918,16 @@ impl<'o> Lowering<'o> {
                 }
                 "if" if draft >= Draft::Draft7 => {
                     let c = self.child(loc, &["if"])?;
-                    let t = if obj.contains_key("then") { Some(self.child(loc, &["then"])?) } else { None };
-                    let e = if obj.contains_key("else") { Some(self.child(loc, &["else"])?) } else { None };
+                    let t = if obj.contains_key("then") {
+                        Some(self.child(loc, &["then"])?)
+                    } else {
+                        None
+                    };
+                    let e = if obj.contains_key("else") {
+                        Some(self.child(loc, &["else"])?)
+                    } else {
+                        None
+                    };
                     s.conditional = Some((c, t, e));
                 }
                 "then" | "else" => {}
@@ -804,7 +937,8 @@ impl<'o> Lowering<'o> {
                         continue;
                     }
                 }
-                "unevaluatedProperties" | "unevaluatedItems" if *v == Value::Bool(true) || v.as_object().is_some_and(Map::is_empty) => {}
+                "unevaluatedProperties" | "unevaluatedItems"
+                    if *v == Value::Bool(true) || v.as_object().is_some_and(Map::is_empty) => {}
                 _ if ANNOTATIONS.contains(&k) => {}
                 _ if UNIMPLEMENTED.contains(&k) => {
                     self.relax(k, loc, format!("`{k}` is not implemented"))?;
@@ -854,11 +988,17 @@ fn count(v: &Value) -> Option<u64> {
     if d.is_negative() || !d.is_integer() {
         return None;
     }
-    d.to_plain_string_within(20)?.parse().ok().or(Some(u64::MAX))
+    d.to_plain_string_within(20)?
+        .parse()
+        .ok()
+        .or(Some(u64::MAX))
 }
 
 fn string_list(v: &Value) -> Option<Vec<String>> {
-    v.as_array()?.iter().map(|x| x.as_str().map(str::to_string)).collect()
+    v.as_array()?
+        .iter()
+        .map(|x| x.as_str().map(str::to_string))
+        .collect()
 }
 
 /// JSON equality: numbers by value (`1 == 1.0`), objects regardless of key order.
@@ -874,7 +1014,9 @@ pub fn json_eq(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_eq(v, w)))
         }
         _ => a == b,
     }

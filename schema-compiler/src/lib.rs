@@ -59,6 +59,7 @@ pub mod dfa;
 mod error;
 mod grammar;
 mod ir;
+pub mod json_text;
 mod matcher;
 mod options;
 mod report;
@@ -66,6 +67,6 @@ pub mod text;
 
 pub use error::CompileError;
 pub use grammar::{Compiler, Grammar};
-pub use matcher::Matcher;
+pub use matcher::{LexemeSplit, Matcher};
 pub use options::{Draft, FormatMode, Limits, NumberPolicy, Options, Whitespace};
 pub use report::{CompileReport, Note, NoteKind};

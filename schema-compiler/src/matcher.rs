@@ -16,11 +16,14 @@
 //! there a prefix may turn out to have no valid completion. The final verdict, when a value ends,
 //! is always exact.
 //!
+//! Inside a string or key, [`Matcher::set_lexeme_only`] switches to a lighter walker that keeps
+//! a small stack of lexer states instead of journaling, for walks that stay within the lexeme.
+//!
 //! [`Program`]: crate::compile::Program
 
 use std::sync::Arc;
 
-use crate::compile::{EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
+use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
 use crate::ir::NodeId;
@@ -29,15 +32,17 @@ use crate::text::decimal::Decimal;
 
 const NONE: u32 = u32::MAX;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum FrameKind {
+    #[default]
     Document,
     Object,
     Array,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum Phase {
+    #[default]
     DocStart,
     DocValue,
     DocEnd,
@@ -66,9 +71,10 @@ enum Phase {
 }
 
 /// How a value's obligations decide whether it is still viable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum Mode {
     /// Nothing above depends on this value: any syntactically valid value will do.
+    #[default]
     Free,
     /// Every obligation must be satisfiable.
     All,
@@ -84,7 +90,7 @@ enum Role {
     Contains,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 struct Frame {
     kind: FrameKind,
     phase: Phase,
@@ -104,7 +110,55 @@ struct Frame {
     keys_start: u32,
     depth: u32,
     root_ok: bool,
+    /// Value hashing (only when the grammar has `uniqueItems`): the running hash of the
+    /// container, the hash of the current member's key, and where item hashes start.
+    acc: Hash2,
+    member_key: Hash2,
+    items_start: u32,
 }
+
+/// A 128-bit hash of a JSON value: two independent 64-bit streams.
+type Hash2 = (u64, u64);
+
+fn mix64(mut x: u64) -> u64 {
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    x ^ (x >> 33)
+}
+
+/// Finishes a value hash from a kind tag and two streams.
+fn fin(tag: u64, a: u64, b: u64) -> Hash2 {
+    (
+        mix64(a ^ tag.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        mix64(b.wrapping_add(tag) ^ 0x5851_f42d_4c95_7f2d),
+    )
+}
+
+/// Hashes bytes into two streams.
+fn hash_bytes(bytes: &[u8]) -> Hash2 {
+    let (mut a, mut b) = (FNV0, HASH2_SEED);
+    for &x in bytes {
+        a = fnv(a, x);
+        b = hash2_step(b, x);
+    }
+    (a, b)
+}
+
+const HASH2_SEED: u64 = 0x2545_f491_4f6c_dd1d;
+
+fn hash2_step(h: u64, b: u8) -> u64 {
+    (h ^ b as u64)
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .rotate_left(23)
+}
+
+const TAG_STR: u64 = 1;
+const TAG_NUM: u64 = 2;
+const TAG_LIT: u64 = 3;
+const TAG_ARR: u64 = 4;
+const TAG_OBJ: u64 = 5;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Obl {
@@ -135,8 +189,9 @@ struct Leaf {
     key_state: u32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum LexKind {
+    #[default]
     None,
     Str,
     Key,
@@ -144,21 +199,140 @@ enum LexKind {
     Lit,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-struct Lex {
-    kind: LexKind,
+/// The string-decoding part of a lexeme state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+struct Core {
     /// 0 normal; 1 after `\`; 2..=5 reading `\u` hex digits; 6 expecting `\` of a low
     /// surrogate; 7 expecting `u`; 8..=11 reading its hex digits.
     esc: u8,
     uval: u32,
     /// Code points so far (strings).
     count: u32,
-    /// Syntax DFA state.
+    /// Syntax DFA state (UTF-8 for strings, number or literal syntax otherwise).
     syn: u32,
-    hash: u64,
 }
 
-const LEX_NONE: Lex = Lex { kind: LexKind::None, esc: 0, uval: 0, count: 0, syn: 0, hash: 0 };
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+struct Lex {
+    kind: LexKind,
+    core: Core,
+    hash: u64,
+    /// Second hash stream of the decoded bytes (value hashing).
+    hash2: u64,
+}
+
+/// What one byte of a string does.
+enum Decoded {
+    Reject,
+    /// Part of an escape: nothing decoded yet.
+    Pending,
+    /// The unescaped closing quote.
+    End,
+    /// Decoded content bytes.
+    Bytes([u8; 4], usize),
+}
+
+/// Advances the escape decoder by `b`.
+fn decode(core: &mut Core, b: u8) -> Decoded {
+    match core.esc {
+        0 => match b {
+            b'"' => Decoded::End,
+            b'\\' => {
+                core.esc = 1;
+                Decoded::Pending
+            }
+            0..=0x1f => Decoded::Reject,
+            _ => Decoded::Bytes([b, 0, 0, 0], 1),
+        },
+        1 => {
+            let d = match b {
+                b'"' => b'"',
+                b'\\' => b'\\',
+                b'/' => b'/',
+                b'b' => 8,
+                b'f' => 12,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'u' => {
+                    core.esc = 2;
+                    core.uval = 0;
+                    return Decoded::Pending;
+                }
+                _ => return Decoded::Reject,
+            };
+            core.esc = 0;
+            Decoded::Bytes([d, 0, 0, 0], 1)
+        }
+        2..=5 | 8..=11 => {
+            let Some(h) = (b as char).to_digit(16) else {
+                return Decoded::Reject;
+            };
+            // A pending high surrogate stays in the upper half while the low one is read.
+            core.uval = (core.uval & 0xffff_0000) | (((core.uval << 4) | h) & 0xffff);
+            if core.esc != 5 && core.esc != 11 {
+                core.esc += 1;
+                return Decoded::Pending;
+            }
+            let cp = if core.esc == 5 {
+                let u = core.uval;
+                if (0xD800..0xDC00).contains(&u) {
+                    core.esc = 6;
+                    return Decoded::Pending;
+                }
+                if (0xDC00..0xE000).contains(&u) {
+                    return Decoded::Reject;
+                }
+                u
+            } else {
+                let hi = core.uval >> 16;
+                let lo = core.uval & 0xffff;
+                if !(0xDC00..0xE000).contains(&lo) {
+                    return Decoded::Reject;
+                }
+                0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+            };
+            core.esc = 0;
+            let Some(c) = char::from_u32(cp) else {
+                return Decoded::Reject;
+            };
+            let mut out = [0u8; 4];
+            let n = c.encode_utf8(&mut out).len();
+            Decoded::Bytes(out, n)
+        }
+        6 => {
+            if b != b'\\' {
+                return Decoded::Reject;
+            }
+            core.esc = 7;
+            Decoded::Pending
+        }
+        7 => {
+            if b != b'u' {
+                return Decoded::Reject;
+            }
+            core.esc = 8;
+            core.uval <<= 16;
+            Decoded::Pending
+        }
+        _ => Decoded::Reject,
+    }
+}
+
+/// Feeds decoded bytes to the UTF-8 syntax DFA and the code-point count.
+fn feed_core(g: &Grammar, core: &mut Core, out: &[u8]) -> bool {
+    let utf8 = g.dfa(g.utf8);
+    for &d in out {
+        core.syn = utf8.next(core.syn, d);
+        if core.syn == DEAD {
+            return false;
+        }
+        if !(0x80..0xC0).contains(&d) {
+            core.count += 1;
+        }
+    }
+    true
+}
 
 #[derive(Debug, Clone)]
 enum Undo {
@@ -173,7 +347,29 @@ enum Undo {
     Bits(u32),
     Keys(u32),
     Text(u32),
+    Items(u32),
     Lex(Lex),
+}
+
+/// The lexeme-only walker: a stack of (decoder, per-lexer DFA states) while a mask walk stays
+/// inside a string or key.
+#[derive(Debug, Clone, Default)]
+struct LexWalk {
+    on: bool,
+    is_str: bool,
+    /// Obligation indices (strings) or leaf indices (keys) whose DFA states are tracked.
+    idx: Vec<u32>,
+    /// The DFA of each tracked entry.
+    dfas: Vec<DfaId>,
+    /// Strings: the code-point limit of each entry (`u64::MAX`: none).
+    max: Vec<u64>,
+    /// Strings: the slot has obligations that count (failed or not).
+    some: bool,
+    mode: Mode,
+    /// Per depth: the decoder state.
+    cores: Vec<Core>,
+    /// Per depth: `idx.len()` DFA states.
+    states: Vec<u32>,
 }
 
 /// A recognizer for one document, over a shared [`Grammar`].
@@ -195,17 +391,26 @@ enum Undo {
 #[derive(Debug, Clone)]
 pub struct Matcher {
     g: Arc<Grammar>,
+    st: State,
+}
+
+/// The mutable part of a [`Matcher`].
+#[derive(Debug, Clone, Default)]
+struct State {
     frames: Vec<Frame>,
     leaves: Vec<Leaf>,
     obls: Vec<Obl>,
     bits: Vec<u64>,
     /// (frame depth, key hash) of object keys.
     keys: Vec<(u32, u64)>,
-    /// Text of the number being lexed (any-notation mode).
+    /// Text of the number or literal being lexed (any-notation mode, value hashing).
     text: Vec<u8>,
+    /// (frame depth, hash) of the items of open arrays (value hashing).
+    items: Vec<(u32, Hash2)>,
     lex: Lex,
     journal: Vec<Undo>,
     marks: Vec<u32>,
+    lw: LexWalk,
 }
 
 fn fnv(h: u64, b: u8) -> u64 {
@@ -221,15 +426,7 @@ impl Matcher {
     pub fn new(g: Arc<Grammar>) -> Matcher {
         let mut m = Matcher {
             g,
-            frames: Vec::new(),
-            leaves: Vec::new(),
-            obls: Vec::new(),
-            bits: Vec::new(),
-            keys: Vec::new(),
-            text: Vec::new(),
-            lex: LEX_NONE,
-            journal: Vec::new(),
-            marks: Vec::new(),
+            st: State::default(),
         };
         m.reset();
         m
@@ -237,43 +434,24 @@ impl Matcher {
 
     /// Back to the start of a document.
     pub fn reset(&mut self) {
-        self.frames.clear();
-        self.leaves.clear();
-        self.obls.clear();
-        self.bits.clear();
-        self.keys.clear();
-        self.text.clear();
-        self.journal.clear();
-        self.marks.clear();
-        self.lex = LEX_NONE;
-        let root = self.g.root;
-        self.obls.push(Obl {
-            node: root,
-            sink: NONE,
-            role: Role::Root,
-            prog: NONE,
-            leaf_base: 0,
-            lexer: EMPTY_LEXER,
-            state: DEAD,
-            failed: false,
-            result: false,
-        });
-        self.frames.push(Frame {
-            kind: FrameKind::Document,
-            phase: Phase::DocStart,
-            newlines: 0,
-            spaces: 0,
+        let st = &mut self.st;
+        st.frames.clear();
+        st.leaves.clear();
+        st.obls.clear();
+        st.bits.clear();
+        st.keys.clear();
+        st.text.clear();
+        st.items.clear();
+        st.journal.clear();
+        st.marks.clear();
+        st.lw = LexWalk::default();
+        st.lex = Lex::default();
+        st.obls.push(new_obl(self.g.root, NONE, Role::Root));
+        st.frames.push(Frame {
             mode: Mode::All,
             slot_mode: Mode::All,
-            obl_start: 0,
-            obl_end: 0,
-            leaf_start: 0,
-            leaf_end: 0,
-            slot_start: 0,
             slot_end: 1,
-            keys_start: 0,
-            depth: 0,
-            root_ok: false,
+            ..Frame::default()
         });
     }
 
@@ -284,23 +462,28 @@ impl Matcher {
 
     /// Bytes accepted so far (that can be popped).
     pub fn len(&self) -> usize {
-        self.marks.len()
+        self.st.marks.len()
     }
 
     /// Whether no byte was accepted yet.
     pub fn is_empty(&self) -> bool {
-        self.marks.is_empty()
+        self.st.marks.is_empty()
     }
 
     /// Feeds one byte; returns false (leaving the state unchanged) when the document could not
     /// be valid after it.
+    #[inline]
     pub fn try_push_byte(&mut self, b: u8) -> bool {
-        let mark = self.journal.len() as u32;
-        if self.step(b) {
-            self.marks.push(mark);
+        let st = &mut self.st;
+        if st.lw.on {
+            return st.lw_push(&self.g, b);
+        }
+        let mark = st.journal.len() as u32;
+        if st.step(&self.g, b) {
+            st.marks.push(mark);
             true
         } else {
-            self.rollback(mark as usize);
+            st.rollback(mark as usize);
             false
         }
     }
@@ -317,46 +500,55 @@ impl Matcher {
     }
 
     /// Undoes the last `n` accepted bytes (at most [`Matcher::len`]).
+    #[inline]
     pub fn pop_bytes(&mut self, n: usize) {
-        let n = n.min(self.marks.len());
+        let st = &mut self.st;
         if n == 0 {
             return;
         }
-        let at = self.marks.len() - n;
-        let mark = self.marks[at] as usize;
-        self.marks.truncate(at);
-        self.rollback(mark);
+        if st.lw.on {
+            let depth = st.lw.cores.len() - n.min(st.lw.cores.len() - 1);
+            st.lw.cores.truncate(depth);
+            st.lw.states.truncate(depth * st.lw.idx.len());
+            return;
+        }
+        let n = n.min(st.marks.len());
+        let at = st.marks.len() - n;
+        let mark = st.marks[at] as usize;
+        st.marks.truncate(at);
+        st.rollback(mark);
     }
 
     /// Forgets the undo history (the accepted bytes can no longer be popped). Keeps memory flat
     /// over long documents.
     pub fn commit(&mut self) {
-        self.journal.clear();
-        self.marks.clear();
+        self.st.journal.clear();
+        self.st.marks.clear();
     }
 
     /// Whether the bytes so far are a complete valid document.
     pub fn is_accepting(&self) -> bool {
-        let doc = &self.frames[0];
-        if self.frames.len() != 1 {
+        let st = &self.st;
+        let g = &*self.g;
+        if st.lw.on || st.frames.len() != 1 {
             return false;
         }
+        let doc = &st.frames[0];
         match doc.phase {
             Phase::DocEnd => doc.root_ok,
             Phase::DocValue => {
-                if !matches!(self.lex.kind, LexKind::Num | LexKind::Lit) {
+                if !matches!(st.lex.kind, LexKind::Num | LexKind::Lit) {
                     return false;
                 }
-                let syntax = if self.lex.kind == LexKind::Num {
-                    self.g.number_syntax
+                let syntax = if st.lex.kind == LexKind::Num {
+                    g.number_syntax
                 } else {
-                    self.g.literal_syntax
+                    g.literal_syntax
                 };
-                if !self.g.dfa(syntax).is_final(self.lex.syn) {
+                if !g.dfa(syntax).is_final(st.lex.core.syn) {
                     return false;
                 }
-                let o = &self.obls[doc.slot_start as usize];
-                self.primitive_result(o)
+                st.primitive_result(g, &st.obls[doc.slot_start as usize])
             }
             _ => false,
         }
@@ -364,9 +556,68 @@ impl Matcher {
 
     /// Whether the parser is inside a string value or key.
     pub fn in_string(&self) -> bool {
-        matches!(self.lex.kind, LexKind::Str | LexKind::Key)
+        matches!(self.st.lex.kind, LexKind::Str | LexKind::Key)
     }
 
+    /// Refuse (or stop refusing) the bytes that would end the current string or key.
+    ///
+    /// While on, only bytes inside the current string or key are accepted, and pushes and pops
+    /// use a light stack of lexer states (they must be balanced before switching off).
+    pub fn set_lexeme_only(&mut self, on: bool) {
+        let st = &mut self.st;
+        if !on {
+            st.lw.on = false;
+            return;
+        }
+        if !matches!(st.lex.kind, LexKind::Str | LexKind::Key) {
+            return;
+        }
+        let g = &*self.g;
+        let t = st.top();
+        let f = st.frames[t];
+        let lw = &mut st.lw;
+        lw.idx.clear();
+        lw.dfas.clear();
+        lw.max.clear();
+        lw.states.clear();
+        lw.cores.clear();
+        lw.cores.push(st.lex.core);
+        lw.is_str = st.lex.kind == LexKind::Str;
+        if lw.is_str {
+            lw.mode = f.slot_mode;
+            lw.some = false;
+            for i in f.slot_start..f.slot_end {
+                let o = st.obls[i as usize];
+                if o.role == Role::Contains {
+                    continue;
+                }
+                lw.some = true;
+                if o.failed {
+                    continue;
+                }
+                let lexer = &g.lexers[o.lexer as usize];
+                lw.idx.push(i);
+                lw.dfas.push(lexer.dfa);
+                lw.max.push(lexer.max_len.unwrap_or(u64::MAX));
+                lw.states.push(o.state);
+            }
+        } else {
+            for li in f.leaf_start..f.leaf_end {
+                let leaf = st.leaves[li as usize];
+                if let LeafSpec::Object(s) = leaf.spec
+                    && leaf.alive
+                {
+                    lw.idx.push(li);
+                    lw.dfas.push(g.obj_specs[s as usize].key_dfa);
+                    lw.states.push(leaf.key_state);
+                }
+            }
+        }
+        st.lw.on = true;
+    }
+}
+
+impl State {
     // ----- journal ---------------------------------------------------------------------------
 
     fn rollback(&mut self, mark: usize) {
@@ -383,6 +634,7 @@ impl Matcher {
                 Undo::Bits(n) => self.bits.truncate(n as usize),
                 Undo::Keys(n) => self.keys.truncate(n as usize),
                 Undo::Text(n) => self.text.truncate(n as usize),
+                Undo::Items(n) => self.items.truncate(n as usize),
                 Undo::Lex(l) => self.lex = l,
             }
         }
@@ -414,42 +666,39 @@ impl Matcher {
 
     // ----- bytes -----------------------------------------------------------------------------
 
-    fn step(&mut self, b: u8) -> bool {
+    fn step(&mut self, g: &Grammar, b: u8) -> bool {
         match self.lex.kind {
-            LexKind::Str | LexKind::Key => return self.string_byte(b),
+            LexKind::Str | LexKind::Key => return self.string_byte(g, b),
             LexKind::Num => {
                 if matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
-                    return self.primitive_byte(b);
+                    return self.primitive_byte(g, b);
                 }
-                if !self.end_primitive() {
+                if !self.end_primitive(g) {
                     return false;
                 }
             }
             LexKind::Lit => {
                 if b.is_ascii_lowercase() {
-                    return self.primitive_byte(b);
+                    return self.primitive_byte(g, b);
                 }
-                if !self.end_primitive() {
+                if !self.end_primitive(g) {
                     return false;
                 }
             }
             LexKind::None => {}
         }
-        self.structural(b)
+        self.structural(g, b)
     }
 
-    fn whitespace(&mut self, b: u8) -> bool {
+    fn whitespace(&mut self, g: &Grammar, b: u8) -> bool {
         let t = self.top();
         let mut f = self.frames[t];
-        if matches!(
-            f.phase,
-            Phase::ObjKey | Phase::ObjInValue | Phase::ArrInValue | Phase::DocValue
-        ) {
-            return false;
-        }
-        match self.g.options.whitespace {
+        match g.options.whitespace {
             Whitespace::Compact => return false,
-            Whitespace::Flexible { max_newlines, max_spaces } => {
+            Whitespace::Flexible {
+                max_newlines,
+                max_spaces,
+            } => {
                 if b == b'\n' {
                     if f.newlines >= max_newlines {
                         return false;
@@ -469,9 +718,9 @@ impl Matcher {
         true
     }
 
-    fn structural(&mut self, b: u8) -> bool {
+    fn structural(&mut self, g: &Grammar, b: u8) -> bool {
         if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
-            return self.whitespace(b);
+            return self.whitespace(g, b);
         }
         let t = self.top();
         let mut f = self.frames[t];
@@ -484,9 +733,9 @@ impl Matcher {
             (Phase::DocStart | Phase::ObjValue | Phase::ArrOpen | Phase::ArrValue, _)
                 if !(f.phase == Phase::ArrOpen && b == b']') =>
             {
-                self.value_start(b)
+                self.value_start(g, b)
             }
-            (Phase::ObjOpen | Phase::ObjKeyNext, b'"') => self.key_start(),
+            (Phase::ObjOpen | Phase::ObjKeyNext, b'"') => self.key_start(g),
             (Phase::ObjColon, b':') => {
                 f.phase = Phase::ObjValue;
                 self.set_frame(t, f);
@@ -495,15 +744,15 @@ impl Matcher {
             (Phase::ObjNext, b',') => {
                 f.phase = Phase::ObjKeyNext;
                 self.set_frame(t, f);
-                self.frame_viable(t)
+                self.frame_viable(g, t)
             }
             (Phase::ArrNext, b',') => {
                 f.phase = Phase::ArrValue;
                 self.set_frame(t, f);
-                self.frame_viable(t)
+                self.frame_viable(g, t)
             }
             (Phase::ObjOpen | Phase::ObjNext, b'}') | (Phase::ArrOpen | Phase::ArrNext, b']') => {
-                self.close_container()
+                self.close_container(g)
             }
             _ => false,
         }
@@ -511,11 +760,13 @@ impl Matcher {
 
     // ----- values ----------------------------------------------------------------------------
 
-    fn value_start(&mut self, b: u8) -> bool {
-        let Some(kind) = Kind::of_first_byte(b) else { return false };
+    fn value_start(&mut self, g: &Grammar, b: u8) -> bool {
+        let Some(kind) = Kind::of_first_byte(b) else {
+            return false;
+        };
         let t = self.top();
         if self.frames[t].kind == FrameKind::Array {
-            self.item_slot(t);
+            self.item_slot(g, t);
         }
         let mut f = self.frames[t];
         f.phase = match f.kind {
@@ -524,13 +775,16 @@ impl Matcher {
             FrameKind::Array => Phase::ArrInValue,
         };
         self.set_frame(t, f);
-        let g = self.g.clone();
         for i in f.slot_start..f.slot_end {
             let mut o = self.obls[i as usize];
             let tmpl = g.template(o.node);
             match kind {
                 Kind::Object | Kind::Array => {
-                    let p = if kind == Kind::Object { tmpl.object } else { tmpl.array };
+                    let p = if kind == Kind::Object {
+                        tmpl.object
+                    } else {
+                        tmpl.array
+                    };
                     o.prog = p.unwrap_or(NONE);
                     o.failed = p.is_none();
                 }
@@ -538,7 +792,11 @@ impl Matcher {
                     o.lexer = tmpl.lexers[kind as usize];
                     o.failed = o.lexer == EMPTY_LEXER;
                     let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
-                    o.state = if kind == Kind::String { dfa.start() } else { dfa.next(dfa.start(), b) };
+                    o.state = if kind == Kind::String {
+                        dfa.start()
+                    } else {
+                        dfa.next(dfa.start(), b)
+                    };
                     if o.state == DEAD {
                         o.failed = true;
                     }
@@ -547,10 +805,19 @@ impl Matcher {
             self.set_obl(i as usize, o);
         }
         match kind {
-            Kind::Object | Kind::Array => self.push_container(kind),
+            Kind::Object | Kind::Array => self.push_container(g, kind),
             Kind::String => {
-                self.set_lex(Lex { kind: LexKind::Str, syn: g.dfa(g.utf8).start(), ..LEX_NONE });
-                self.slot_viable(t)
+                let core = Core {
+                    syn: g.dfa(g.utf8).start(),
+                    ..Core::default()
+                };
+                self.set_lex(Lex {
+                    kind: LexKind::Str,
+                    core,
+                    hash: FNV0,
+                    hash2: HASH2_SEED,
+                });
+                self.slot_viable(g, t)
             }
             _ => {
                 let (lk, syntax) = if kind == Kind::Number {
@@ -563,26 +830,35 @@ impl Matcher {
                 if syn == DEAD {
                     return false;
                 }
-                self.set_lex(Lex { kind: lk, syn, ..LEX_NONE });
-                if lk == LexKind::Num && g.options.numbers.any_notation {
+                self.set_lex(Lex {
+                    kind: lk,
+                    core: Core {
+                        syn,
+                        ..Core::default()
+                    },
+                    hash: 0,
+                    hash2: 0,
+                });
+                if (lk == LexKind::Num && g.options.numbers.any_notation) || g.needs_hash {
                     self.journal.push(Undo::Text(self.text.len() as u32));
                     self.text.clear();
                     self.text.push(b);
                 }
-                self.slot_viable(t)
+                self.slot_viable(g, t)
             }
         }
     }
 
     /// Obligations for the next item of an array frame.
-    fn item_slot(&mut self, t: usize) {
+    fn item_slot(&mut self, g: &Grammar, t: usize) {
         let f = self.frames[t];
         let start = self.obls.len() as u32;
         self.journal.push(Undo::Obls(start));
-        let g = self.g.clone();
         for li in f.leaf_start..f.leaf_end {
             let leaf = self.leaves[li as usize];
-            let LeafSpec::Array(s) = leaf.spec else { continue };
+            let LeafSpec::Array(s) = leaf.spec else {
+                continue;
+            };
             if !leaf.alive {
                 continue;
             }
@@ -595,21 +871,19 @@ impl Matcher {
                 self.obls.push(new_obl(c, li, Role::Contains));
             }
         }
-        let end = self.obls.len() as u32;
         let mut f = self.frames[t];
         f.slot_start = start;
-        f.slot_end = end;
+        f.slot_end = self.obls.len() as u32;
         self.set_frame(t, f);
-        let mode = self.slot_mode(t);
+        let mode = self.slot_mode(g, t);
         let mut f = self.frames[t];
         f.slot_mode = mode;
         self.set_frame(t, f);
     }
 
-    fn push_container(&mut self, kind: Kind) -> bool {
+    fn push_container(&mut self, g: &Grammar, kind: Kind) -> bool {
         let t = self.top();
         let parent = self.frames[t];
-        let g = self.g.clone();
         let leaf_start = self.leaves.len() as u32;
         self.journal.push(Undo::Leaves(leaf_start));
         for i in parent.slot_start..parent.slot_end {
@@ -640,46 +914,50 @@ impl Matcher {
             }
             self.set_obl(i as usize, o);
         }
-        let mode = match parent.slot_mode {
-            Mode::Free => Mode::Free,
-            m => m,
-        };
         let frame = Frame {
-            kind: if kind == Kind::Object { FrameKind::Object } else { FrameKind::Array },
-            phase: if kind == Kind::Object { Phase::ObjOpen } else { Phase::ArrOpen },
-            newlines: 0,
-            spaces: 0,
-            mode,
+            kind: if kind == Kind::Object {
+                FrameKind::Object
+            } else {
+                FrameKind::Array
+            },
+            phase: if kind == Kind::Object {
+                Phase::ObjOpen
+            } else {
+                Phase::ArrOpen
+            },
+            mode: parent.slot_mode,
             slot_mode: Mode::Free,
             obl_start: parent.slot_start,
             obl_end: parent.slot_end,
             leaf_start,
             leaf_end: self.leaves.len() as u32,
-            slot_start: 0,
-            slot_end: 0,
             keys_start: self.keys.len() as u32,
+            items_start: self.items.len() as u32,
             depth: parent.depth + 1,
-            root_ok: false,
+            ..Frame::default()
         };
-        if frame.depth > self.g.options.limits.max_depth {
+        if frame.depth > g.options.limits.max_depth {
             return false;
         }
         self.journal.push(Undo::Frames(self.frames.len() as u32));
         self.frames.push(frame);
-        self.frame_viable(self.top())
+        self.frame_viable(g, self.top())
     }
 
-    fn primitive_byte(&mut self, b: u8) -> bool {
-        let g = self.g.clone();
-        let syntax = if self.lex.kind == LexKind::Num { g.number_syntax } else { g.literal_syntax };
-        let syn = g.dfa(syntax).next(self.lex.syn, b);
+    fn primitive_byte(&mut self, g: &Grammar, b: u8) -> bool {
+        let syntax = if self.lex.kind == LexKind::Num {
+            g.number_syntax
+        } else {
+            g.literal_syntax
+        };
+        let syn = g.dfa(syntax).next(self.lex.core.syn, b);
         if syn == DEAD {
             return false;
         }
         let mut lex = self.lex;
-        lex.syn = syn;
+        lex.core.syn = syn;
         self.set_lex(lex);
-        if self.lex.kind == LexKind::Num && g.options.numbers.any_notation {
+        if (self.lex.kind == LexKind::Num && g.options.numbers.any_notation) || g.needs_hash {
             self.journal.push(Undo::Text(self.text.len() as u32));
             self.text.push(b);
         }
@@ -696,116 +974,35 @@ impl Matcher {
             }
             self.set_obl(i as usize, o);
         }
-        self.slot_viable(t)
+        self.slot_viable(g, t)
     }
 
     /// Decodes one byte of a string or key; feeds decoded bytes to the DFAs.
-    fn string_byte(&mut self, b: u8) -> bool {
+    fn string_byte(&mut self, g: &Grammar, b: u8) -> bool {
         let mut lex = self.lex;
-        let mut out = [0u8; 4];
-        let n;
-        match lex.esc {
-            0 => match b {
-                b'"' => {
-                    return if lex.kind == LexKind::Str { self.end_string() } else { self.end_key() };
-                }
-                b'\\' => {
-                    lex.esc = 1;
-                    self.set_lex(lex);
-                    return true;
-                }
-                0..=0x1f => return false,
-                _ => {
-                    out[0] = b;
-                    n = 1;
-                }
-            },
-            1 => {
-                let d = match b {
-                    b'"' => b'"',
-                    b'\\' => b'\\',
-                    b'/' => b'/',
-                    b'b' => 8,
-                    b'f' => 12,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'u' => {
-                        lex.esc = 2;
-                        lex.uval = 0;
-                        self.set_lex(lex);
-                        return true;
-                    }
-                    _ => return false,
-                };
-                lex.esc = 0;
-                out[0] = d;
-                n = 1;
-            }
-            2..=5 | 8..=11 => {
-                let Some(h) = (b as char).to_digit(16) else { return false };
-                // A pending high surrogate stays in the upper half while the low one is read.
-                lex.uval = (lex.uval & 0xffff_0000) | (((lex.uval << 4) | h) & 0xffff);
-                if lex.esc != 5 && lex.esc != 11 {
-                    lex.esc += 1;
-                    self.set_lex(lex);
-                    return true;
-                }
-                let cp = if lex.esc == 5 {
-                    let u = lex.uval;
-                    if (0xD800..0xDC00).contains(&u) {
-                        lex.esc = 6;
-                        self.set_lex(lex);
-                        return true;
-                    }
-                    if (0xDC00..0xE000).contains(&u) {
-                        return false;
-                    }
-                    u
+        let (out, n) = match decode(&mut lex.core, b) {
+            Decoded::Reject => return false,
+            Decoded::End => {
+                return if lex.kind == LexKind::Str {
+                    self.end_string(g)
                 } else {
-                    let hi = lex.uval >> 16;
-                    let lo = lex.uval & 0xffff;
-                    if !(0xDC00..0xE000).contains(&lo) {
-                        return false;
-                    }
-                    0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
+                    self.end_key(g)
                 };
-                lex.esc = 0;
-                let Some(c) = char::from_u32(cp) else { return false };
-                n = c.encode_utf8(&mut out).len();
             }
-            6 => {
-                if b != b'\\' {
-                    return false;
-                }
-                lex.esc = 7;
+            Decoded::Pending => {
                 self.set_lex(lex);
                 return true;
             }
-            7 => {
-                if b != b'u' {
-                    return false;
-                }
-                lex.esc = 8;
-                // Keep the high surrogate in the upper half.
-                lex.uval <<= 16;
-                self.set_lex(lex);
-                return true;
-            }
-            _ => return false,
+            Decoded::Bytes(out, n) => (out, n),
+        };
+        if !feed_core(g, &mut lex.core, &out[..n]) {
+            return false;
         }
-        // `out[..n]` is decoded content.
-        let g = self.g.clone();
-        let utf8 = g.dfa(g.utf8);
-        for &d in &out[..n] {
-            lex.syn = utf8.next(lex.syn, d);
-            if lex.syn == DEAD {
-                return false;
+        if lex.kind == LexKind::Key || g.needs_hash {
+            for &d in &out[..n] {
+                lex.hash = fnv(lex.hash, d);
+                lex.hash2 = hash2_step(lex.hash2, d);
             }
-            if !(0x80..0xC0).contains(&d) {
-                lex.count += 1;
-            }
-            lex.hash = fnv(lex.hash, d);
         }
         self.set_lex(lex);
         let t = self.top();
@@ -817,61 +1014,67 @@ impl Matcher {
                     continue;
                 }
                 let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
-                for &d in &out[..n] {
-                    o.state = dfa.next(o.state, d);
-                }
+                o.state = dfa.run(o.state, &out[..n]);
                 if o.state == DEAD {
                     o.failed = true;
                 }
                 self.set_obl(i as usize, o);
             }
-            self.slot_viable(t)
+            self.slot_viable(g, t)
         } else {
+            let mut universal = true;
             for li in f.leaf_start..f.leaf_end {
                 let mut leaf = self.leaves[li as usize];
-                let LeafSpec::Object(s) = leaf.spec else { continue };
+                let LeafSpec::Object(s) = leaf.spec else {
+                    continue;
+                };
                 if !leaf.alive || leaf.key_state == DEAD {
+                    universal &= !leaf.alive;
                     continue;
                 }
-                let dfa = g.dfa(g.obj_specs[s as usize].key_dfa);
-                for &d in &out[..n] {
-                    leaf.key_state = dfa.next(leaf.key_state, d);
-                }
+                let spec = &g.obj_specs[s as usize];
+                let dfa = g.dfa(spec.key_dfa);
+                leaf.key_state = dfa.run(leaf.key_state, &out[..n]);
+                universal &=
+                    leaf.key_state != DEAD && spec.key_universal[dfa.index(leaf.key_state)];
                 self.set_leaf(li as usize, leaf);
             }
-            self.frame_viable(t)
+            // Keys that stay universal cannot change the frame's viability.
+            universal || self.frame_viable(g, t)
         }
     }
 
-    fn end_string(&mut self) -> bool {
-        if !self.g.dfa(self.g.utf8).is_final(self.lex.syn) {
+    fn end_string(&mut self, g: &Grammar) -> bool {
+        if !g.dfa(g.utf8).is_final(self.lex.core.syn) {
             return false;
         }
-        self.finish_primitive()
+        self.finish_primitive(g)
     }
 
     /// Ends a number or literal before a byte that cannot continue it.
-    fn end_primitive(&mut self) -> bool {
-        let syntax =
-            if self.lex.kind == LexKind::Num { self.g.number_syntax } else { self.g.literal_syntax };
-        if !self.g.dfa(syntax).is_final(self.lex.syn) {
+    fn end_primitive(&mut self, g: &Grammar) -> bool {
+        let syntax = if self.lex.kind == LexKind::Num {
+            g.number_syntax
+        } else {
+            g.literal_syntax
+        };
+        if !g.dfa(syntax).is_final(self.lex.core.syn) {
             return false;
         }
-        self.finish_primitive()
+        self.finish_primitive(g)
     }
 
-    fn primitive_result(&self, o: &Obl) -> bool {
+    fn primitive_result(&self, g: &Grammar, o: &Obl) -> bool {
         if o.failed {
             return false;
         }
-        let g = &self.g;
         let lexer = &g.lexers[o.lexer as usize];
         if !g.dfa(lexer.dfa).is_final(o.state) {
             return false;
         }
         match self.lex.kind {
             LexKind::Str => {
-                let c = self.lex.count as u64;
+                let c = self.lex.core.count as u64;
                 c >= lexer.min_len && lexer.max_len.is_none_or(|m| c <= m)
             }
             LexKind::Num => match &lexer.check {
@@ -885,20 +1088,47 @@ impl Matcher {
         }
     }
 
-    fn finish_primitive(&mut self) -> bool {
+    fn finish_primitive(&mut self, g: &Grammar) -> bool {
         let t = self.top();
         let f = self.frames[t];
         for i in f.slot_start..f.slot_end {
             let mut o = self.obls[i as usize];
-            o.result = self.primitive_result(&o);
+            o.result = self.primitive_result(g, &o);
             self.set_obl(i as usize, o);
         }
-        self.set_lex(LEX_NONE);
-        self.complete_value(t)
+        let hash = if g.needs_hash {
+            self.primitive_hash()
+        } else {
+            (0, 0)
+        };
+        self.set_lex(Lex::default());
+        self.complete_value(g, t, hash)
     }
 
-    /// The member or item of frame `t` is complete; its obligations hold their results.
-    fn complete_value(&mut self, t: usize) -> bool {
+    /// The value hash of the primitive just lexed: equal JSON values hash equally
+    /// (`1.0` and `1e0` as `1`; strings by their decoded content).
+    fn primitive_hash(&self) -> Hash2 {
+        match self.lex.kind {
+            LexKind::Str => fin(TAG_STR, self.lex.hash, self.lex.hash2),
+            LexKind::Num => {
+                let text = std::str::from_utf8(&self.text).unwrap_or("");
+                let canon = match Decimal::from_json_text(text) {
+                    Ok(d) => d.to_canonical_string(),
+                    Err(_) => text.to_string(),
+                };
+                let (a, b) = hash_bytes(canon.as_bytes());
+                fin(TAG_NUM, a, b)
+            }
+            _ => {
+                let (a, b) = hash_bytes(&self.text);
+                fin(TAG_LIT, a, b)
+            }
+        }
+    }
+
+    /// The member or item of frame `t` is complete; its obligations hold their results and
+    /// `hash` is its value hash (when the grammar hashes values).
+    fn complete_value(&mut self, g: &Grammar, t: usize, hash: Hash2) -> bool {
         let mut f = self.frames[t];
         for i in f.slot_start..f.slot_end {
             let o = self.obls[i as usize];
@@ -922,6 +1152,42 @@ impl Matcher {
                 }
             }
         }
+        if g.needs_hash {
+            match f.kind {
+                FrameKind::Array => {
+                    let dup = self.items[f.items_start as usize..]
+                        .iter()
+                        .any(|&(d, h)| d == f.depth && h == hash);
+                    if dup {
+                        for li in f.leaf_start..f.leaf_end {
+                            let mut leaf = self.leaves[li as usize];
+                            if let LeafSpec::Array(s) = leaf.spec
+                                && leaf.alive
+                                && g.arr_specs[s as usize].unique
+                            {
+                                leaf.alive = false;
+                                self.set_leaf(li as usize, leaf);
+                            }
+                        }
+                    }
+                    self.journal.push(Undo::Items(self.items.len() as u32));
+                    self.items.push((f.depth, hash));
+                    f.acc = (
+                        mix64(f.acc.0.wrapping_mul(0x100_0000_01b3) ^ hash.0),
+                        mix64(f.acc.1.rotate_left(17) ^ hash.1),
+                    );
+                }
+                FrameKind::Object => {
+                    let (k, v) = (f.member_key, hash);
+                    f.acc.0 = f.acc.0.wrapping_add(mix64(k.0 ^ mix64(v.0)));
+                    f.acc.1 = f
+                        .acc
+                        .1
+                        .wrapping_add(mix64(k.1.wrapping_add(mix64(v.1 ^ 0xa5))));
+                }
+                FrameKind::Document => {}
+            }
+        }
         if f.kind == FrameKind::Array {
             for li in f.leaf_start..f.leaf_end {
                 let mut leaf = self.leaves[li as usize];
@@ -942,30 +1208,33 @@ impl Matcher {
         if f.kind == FrameKind::Document {
             return f.root_ok;
         }
-        self.frame_viable(t)
+        self.frame_viable(g, t)
     }
 
-    fn close_container(&mut self) -> bool {
+    fn close_container(&mut self, g: &Grammar) -> bool {
         let t = self.top();
         let f = self.frames[t];
         for i in f.obl_start..f.obl_end {
             let mut o = self.obls[i as usize];
-            o.result = !o.failed && self.eval_final(&o);
+            o.result = !o.failed && self.eval_final(g, &o);
             self.set_obl(i as usize, o);
         }
+        let hash = match f.kind {
+            FrameKind::Array => fin(TAG_ARR, f.acc.0, f.acc.1),
+            _ => fin(TAG_OBJ, f.acc.0, f.acc.1),
+        };
         self.journal.push(Undo::PoppedFrame(f));
         self.frames.pop();
-        self.complete_value(self.top())
+        self.complete_value(g, self.top(), hash)
     }
 
     // ----- objects ---------------------------------------------------------------------------
 
-    fn key_start(&mut self) -> bool {
+    fn key_start(&mut self, g: &Grammar) -> bool {
         let t = self.top();
         let mut f = self.frames[t];
         f.phase = Phase::ObjKey;
         self.set_frame(t, f);
-        let g = self.g.clone();
         for li in f.leaf_start..f.leaf_end {
             let mut leaf = self.leaves[li as usize];
             if let LeafSpec::Object(s) = leaf.spec
@@ -975,8 +1244,17 @@ impl Matcher {
                 self.set_leaf(li as usize, leaf);
             }
         }
-        self.set_lex(Lex { kind: LexKind::Key, syn: g.dfa(g.utf8).start(), hash: FNV0, ..LEX_NONE });
-        self.frame_viable(t)
+        let core = Core {
+            syn: g.dfa(g.utf8).start(),
+            ..Core::default()
+        };
+        self.set_lex(Lex {
+            kind: LexKind::Key,
+            core,
+            hash: FNV0,
+            hash2: HASH2_SEED,
+        });
+        self.frame_viable(g, t)
     }
 
     fn seen(&self, leaf: &Leaf, lit: u32) -> bool {
@@ -1000,25 +1278,29 @@ impl Matcher {
         }
     }
 
-    fn end_key(&mut self) -> bool {
-        if !self.g.dfa(self.g.utf8).is_final(self.lex.syn) {
+    fn end_key(&mut self, g: &Grammar) -> bool {
+        if !g.dfa(g.utf8).is_final(self.lex.core.syn) {
             return false;
         }
         let t = self.top();
         let f = self.frames[t];
         let hash = self.lex.hash;
         // Duplicate keys are rejected.
-        if self.keys[f.keys_start as usize..].iter().any(|&(d, h)| d == f.depth && h == hash) {
+        if self.keys[f.keys_start as usize..]
+            .iter()
+            .any(|&(d, h)| d == f.depth && h == hash)
+        {
             return false;
         }
         self.journal.push(Undo::Keys(self.keys.len() as u32));
         self.keys.push((f.depth, hash));
-        let g = self.g.clone();
         let start = self.obls.len() as u32;
         self.journal.push(Undo::Obls(start));
         for li in f.leaf_start..f.leaf_end {
             let mut leaf = self.leaves[li as usize];
-            let LeafSpec::Object(s) = leaf.spec else { continue };
+            let LeafSpec::Object(s) = leaf.spec else {
+                continue;
+            };
             if !leaf.alive {
                 continue;
             }
@@ -1055,48 +1337,131 @@ impl Matcher {
         }
         let mut f = self.frames[t];
         f.phase = Phase::ObjColon;
+        f.member_key = fin(TAG_STR, self.lex.hash, self.lex.hash2);
         f.slot_start = start;
         f.slot_end = self.obls.len() as u32;
         self.set_frame(t, f);
-        self.set_lex(LEX_NONE);
-        let mode = self.slot_mode(t);
+        self.set_lex(Lex::default());
+        let mode = self.slot_mode(g, t);
         let mut f = self.frames[t];
         f.slot_mode = mode;
         self.set_frame(t, f);
-        self.frame_viable(t)
+        self.frame_viable(g, t)
+    }
+
+    // ----- lexeme-only walking ---------------------------------------------------------------
+
+    fn lw_push(&mut self, g: &Grammar, b: u8) -> bool {
+        let mut core = *self.lw.cores.last().expect("lexeme walker has a base");
+        let (out, n) = match decode(&mut core, b) {
+            Decoded::Reject | Decoded::End => return false,
+            Decoded::Pending => ([0u8; 4], 0),
+            Decoded::Bytes(out, n) => (out, n),
+        };
+        if n > 0 && !feed_core(g, &mut core, &out[..n]) {
+            return false;
+        }
+        let lw = &mut self.lw;
+        let k = lw.idx.len();
+        let base = lw.states.len() - k;
+        for j in 0..k {
+            let s = lw.states[base + j];
+            let next = if s == DEAD || n == 0 {
+                s
+            } else {
+                g.dfa(lw.dfas[j]).run(s, &out[..n])
+            };
+            lw.states.push(next);
+        }
+        let ok = if self.lw.is_str {
+            self.lw_slot_viable(g, &core)
+        } else {
+            let lw = &self.lw;
+            let universal = (0..k).all(|j| {
+                let s = lw.states[base + k + j];
+                s != DEAD && self.lw_key_universal(g, j, s)
+            });
+            universal || self.frame_viable_keys(g, self.top(), &DeadSinks(&[]), true)
+        };
+        if ok {
+            self.lw.cores.push(core);
+        } else {
+            self.lw.states.truncate(base + k);
+        }
+        ok
+    }
+
+    fn lw_key_universal(&self, g: &Grammar, j: usize, state: u32) -> bool {
+        let LeafSpec::Object(s) = self.leaves[self.lw.idx[j] as usize].spec else {
+            return false;
+        };
+        let spec = &g.obj_specs[s as usize];
+        spec.key_universal[g.dfa(spec.key_dfa).index(state)]
+    }
+
+    /// `slot_viable` over the walker's top states.
+    fn lw_slot_viable(&self, g: &Grammar, core: &Core) -> bool {
+        let lw = &self.lw;
+        if lw.mode == Mode::Free || !lw.some {
+            return true;
+        }
+        let k = lw.idx.len();
+        let top = &lw.states[lw.states.len() - k..];
+        let pending = u64::from(core.esc != 0);
+        let mut any = false;
+        let mut all = true;
+        for j in 0..k {
+            let s = top[j];
+            let ok = s != DEAD
+                && (lw.max[j] == u64::MAX || {
+                    let need = match &g.min_chars[lw.dfas[j] as usize] {
+                        Some(mc) => mc[g.dfa(lw.dfas[j]).index(s)] as u64,
+                        None => 0,
+                    };
+                    core.count as u64 + pending + need <= lw.max[j]
+                });
+            any |= ok;
+            all &= ok;
+        }
+        // Failed obligations are not tracked: in `All` mode one would already have made the
+        // slot unviable.
+        if lw.mode == Mode::All { all } else { any }
     }
 
     // ----- viability -------------------------------------------------------------------------
 
     /// The mode of frame `t`'s current slot.
-    fn slot_mode(&self, t: usize) -> Mode {
+    fn slot_mode(&self, g: &Grammar, t: usize) -> Mode {
         let f = &self.frames[t];
         if f.mode == Mode::Free {
             return Mode::Free;
         }
         let slot = &self.obls[f.slot_start as usize..f.slot_end as usize];
-        if !slot.iter().any(|o| matches!(o.role, Role::Member | Role::Item | Role::Root)) {
+        if !slot
+            .iter()
+            .any(|o| matches!(o.role, Role::Member | Role::Item | Role::Root))
+        {
             return Mode::Free;
         }
         if f.kind == FrameKind::Document {
             return Mode::All;
         }
         // Free if the frame survives every sink leaf dying.
-        let dead: Vec<u32> = slot
-            .iter()
-            .filter(|o| matches!(o.role, Role::Member | Role::Item))
-            .map(|o| o.sink)
-            .collect();
-        if self.frame_viable_with(t, &dead) {
+        let dead = DeadSinks(slot);
+        if self.frame_viable_keys(g, t, &dead, false) {
             return Mode::Free;
         }
         let essential = self.obls[f.obl_start as usize..f.obl_end as usize]
             .iter()
-            .all(|o| o.failed || self.g.programs[o.prog as usize].all_essential);
-        if f.mode == Mode::All && essential { Mode::All } else { Mode::Any }
+            .all(|o| o.failed || g.programs[o.prog as usize].all_essential);
+        if f.mode == Mode::All && essential {
+            Mode::All
+        } else {
+            Mode::Any
+        }
     }
 
-    fn slot_viable(&self, t: usize) -> bool {
+    fn slot_viable(&self, g: &Grammar, t: usize) -> bool {
         let f = &self.frames[t];
         let mode = f.slot_mode;
         if mode == Mode::Free {
@@ -1110,47 +1475,44 @@ impl Matcher {
                 continue;
             }
             some = true;
-            let ok = self.obl_can_pass(o);
+            let ok = !o.failed && self.can_pass_state(g, o, o.state, &self.lex.core);
             any |= ok;
             all &= ok;
         }
         if !some {
             return true;
         }
-        match mode {
-            Mode::All => all,
-            _ => any,
-        }
+        if mode == Mode::All { all } else { any }
     }
 
-    /// Whether a primitive obligation being lexed can still pass.
-    fn obl_can_pass(&self, o: &Obl) -> bool {
-        if o.failed || o.state == DEAD {
+    /// Whether a primitive obligation in DFA state `state` can still pass.
+    fn can_pass_state(&self, g: &Grammar, o: &Obl, state: u32, core: &Core) -> bool {
+        if state == DEAD {
             return false;
         }
         if self.lex.kind == LexKind::Str {
-            let lexer = &self.g.lexers[o.lexer as usize];
+            let lexer = &g.lexers[o.lexer as usize];
             if let Some(max) = lexer.max_len {
-                let need = match &self.g.min_chars[lexer.dfa as usize] {
-                    Some(mc) => mc[self.g.dfa(lexer.dfa).index(o.state)] as u64,
+                let need = match &g.min_chars[lexer.dfa as usize] {
+                    Some(mc) => mc[g.dfa(lexer.dfa).index(state)] as u64,
                     None => 0,
                 };
-                return self.lex.count as u64 + need <= max;
+                let pending = u64::from(core.esc != 0);
+                return core.count as u64 + pending + need <= max;
             }
         }
         true
     }
 
-    fn frame_viable(&self, t: usize) -> bool {
-        self.frame_viable_with(t, &[])
+    fn frame_viable(&self, g: &Grammar, t: usize) -> bool {
+        self.frame_viable_keys(g, t, &DeadSinks(&[]), false)
     }
 
-    fn frame_viable_with(&self, t: usize, dead: &[u32]) -> bool {
+    /// Frame viability with `dead` leaves forced dead; with `walker`, object leaves take their
+    /// key states from the lexeme walker's top.
+    fn frame_viable_keys(&self, g: &Grammar, t: usize, dead: &DeadSinks<'_>, walker: bool) -> bool {
         let f = &self.frames[t];
-        if f.kind == FrameKind::Document {
-            return true;
-        }
-        if f.mode == Mode::Free {
+        if f.kind == FrameKind::Document || f.mode == Mode::Free {
             return true;
         }
         let mut any = false;
@@ -1161,48 +1523,69 @@ impl Matcher {
                 continue;
             }
             some = true;
-            let ok = !o.failed && self.eval_tri(o, f, dead).0;
+            let ok = !o.failed
+                && self
+                    .eval(g, o, |li| {
+                        let ks = if walker { self.lw_key_state(li) } else { None };
+                        self.leaf_tri(g, li, f, dead, o, ks)
+                    })
+                    .0;
             any |= ok;
             all &= ok;
         }
         if !some {
             return true;
         }
-        match f.mode {
-            Mode::All => all,
-            _ => any,
-        }
+        if f.mode == Mode::All { all } else { any }
     }
 
-    fn leaf_tri(&self, li: u32, f: &Frame, dead: &[u32], o: &Obl) -> Tri {
+    fn lw_key_state(&self, li: u32) -> Option<u32> {
+        let k = self.lw.idx.len();
+        let j = self.lw.idx.iter().position(|&x| x == li)?;
+        Some(self.lw.states[self.lw.states.len() - k + j])
+    }
+
+    fn leaf_tri(
+        &self,
+        g: &Grammar,
+        li: u32,
+        f: &Frame,
+        dead: &DeadSinks<'_>,
+        o: &Obl,
+        key_state: Option<u32>,
+    ) -> Tri {
         let leaf = &self.leaves[li as usize];
         match leaf.spec {
             LeafSpec::KeySeen { leaf: l, lit } => {
                 let seen = self.seen(&self.leaves[(o.leaf_base + l) as usize], lit);
                 (true, !seen)
             }
-            _ if !leaf.alive || dead.contains(&li) => (false, true),
+            _ if !leaf.alive || dead.contains(li) => (false, true),
             LeafSpec::Object(s) => {
-                let spec = &self.g.obj_specs[s as usize];
+                let spec = &g.obj_specs[s as usize];
                 let mut count = leaf.count as u64;
-                if matches!(f.phase, Phase::ObjKeyNext) {
+                if f.phase == Phase::ObjKeyNext {
                     count += 1;
                 }
                 if f.phase == Phase::ObjKey {
-                    if leaf.key_state == DEAD {
+                    let ks = key_state.unwrap_or(leaf.key_state);
+                    if ks == DEAD {
                         return (false, true);
                     }
-                    let i = self.g.dfa(spec.key_dfa).index(leaf.key_state);
+                    let i = g.dfa(spec.key_dfa).index(ks);
                     let w = spec.reach_words;
                     let nlit = spec.lits.len();
                     let row = &spec.reach[i * w..(i + 1) * w];
                     let mut ok = row[nlit / 64] & (1 << (nlit % 64)) != 0;
                     if !ok {
+                        let seen_words = nlit.div_ceil(64).max(1);
                         for (wi, &word) in row.iter().enumerate() {
                             let seen = if wi == 0 {
                                 leaf.seen
-                            } else {
+                            } else if wi < seen_words {
                                 self.bits[(leaf.ext + wi as u32 - 1) as usize]
+                            } else {
+                                0
                             };
                             if word & !seen != 0 {
                                 ok = true;
@@ -1216,10 +1599,14 @@ impl Matcher {
                     count += 1;
                 }
                 if let Some(max) = spec.max_props {
-                    let missing =
-                        spec.required.iter().filter(|&&r| !self.seen(leaf, r)).count() as u64;
-                    // The key being lexed may be one of the missing ones.
-                    let pending = u64::from(f.phase == Phase::ObjKey).min(missing);
+                    let missing = spec
+                        .required
+                        .iter()
+                        .filter(|&&r| !self.seen(leaf, r))
+                        .count() as u64;
+                    // The key being lexed, or announced by `,`, may be a missing one.
+                    let pending = u64::from(matches!(f.phase, Phase::ObjKey | Phase::ObjKeyNext))
+                        .min(missing);
                     if count + missing - pending > max {
                         return (false, true);
                     }
@@ -1227,7 +1614,7 @@ impl Matcher {
                 (true, true)
             }
             LeafSpec::Array(s) => {
-                let spec = &self.g.arr_specs[s as usize];
+                let spec = &g.arr_specs[s as usize];
                 let mut count = leaf.count as u64;
                 if matches!(f.phase, Phase::ArrValue | Phase::ArrInValue) {
                     count += 1;
@@ -1243,7 +1630,7 @@ impl Matcher {
         }
     }
 
-    fn leaf_final(&self, li: u32, o: &Obl) -> bool {
+    fn leaf_final(&self, g: &Grammar, li: u32, o: &Obl) -> bool {
         let leaf = &self.leaves[li as usize];
         match leaf.spec {
             LeafSpec::KeySeen { leaf: l, lit } => {
@@ -1251,7 +1638,7 @@ impl Matcher {
             }
             _ if !leaf.alive => false,
             LeafSpec::Object(s) => {
-                let spec = &self.g.obj_specs[s as usize];
+                let spec = &g.obj_specs[s as usize];
                 let count = leaf.count as u64;
                 count >= spec.min_props
                     && spec.max_props.is_none_or(|m| count <= m)
@@ -1261,7 +1648,7 @@ impl Matcher {
                     })
             }
             LeafSpec::Array(s) => {
-                let spec = &self.g.arr_specs[s as usize];
+                let spec = &g.arr_specs[s as usize];
                 let count = leaf.count as u64;
                 let c = leaf.contains as u64;
                 count >= spec.min_items
@@ -1272,21 +1659,17 @@ impl Matcher {
         }
     }
 
-    fn eval_tri(&self, o: &Obl, f: &Frame, dead: &[u32]) -> Tri {
-        self.eval(o, |li| self.leaf_tri(li, f, dead, o), |x| x)
-    }
-
-    fn eval_final(&self, o: &Obl) -> bool {
-        self.eval(o, |li| {
-            let v = self.leaf_final(li, o);
+    fn eval_final(&self, g: &Grammar, o: &Obl) -> bool {
+        self.eval(g, o, |li| {
+            let v = self.leaf_final(g, li, o);
             (v, !v)
-        }, |x| x)
+        })
         .0
     }
 
-    fn eval(&self, o: &Obl, leaf: impl Fn(u32) -> Tri, _id: impl Fn(Tri) -> Tri) -> Tri {
-        let prog = &self.g.programs[o.prog as usize];
-        let mut stack: smallstack::Stack = smallstack::Stack::new();
+    fn eval(&self, g: &Grammar, o: &Obl, leaf: impl Fn(u32) -> Tri) -> Tri {
+        let prog = &g.programs[o.prog as usize];
+        let mut stack = smallstack::Stack::new();
         for op in &prog.ops {
             match *op {
                 Op::True => stack.push((true, false)),
@@ -1341,6 +1724,17 @@ impl Matcher {
     }
 }
 
+/// Leaves treated as dead: the sinks of a slot's member and item obligations.
+struct DeadSinks<'a>(&'a [Obl]);
+
+impl DeadSinks<'_> {
+    fn contains(&self, leaf: u32) -> bool {
+        self.0
+            .iter()
+            .any(|o| o.sink == leaf && matches!(o.role, Role::Member | Role::Item))
+    }
+}
+
 fn new_obl(node: NodeId, sink: u32, role: Role) -> Obl {
     Obl {
         node,
@@ -1367,7 +1761,11 @@ mod smallstack {
 
     impl Stack {
         pub fn new() -> Stack {
-            Stack { inline: [(false, false); 32], len: 0, spill: Vec::new() }
+            Stack {
+                inline: [(false, false); 32],
+                len: 0,
+                spill: Vec::new(),
+            }
         }
 
         pub fn push(&mut self, v: Tri) {
@@ -1381,7 +1779,304 @@ mod smallstack {
 
         pub fn pop(&mut self) -> Tri {
             self.len -= 1;
-            if self.len < 32 { self.inline[self.len] } else { self.spill.pop().unwrap_or_default() }
+            if self.len < 32 {
+                self.inline[self.len]
+            } else {
+                self.spill.pop().unwrap_or_default()
+            }
         }
+    }
+}
+
+/// A lexeme the mask kernel can split the vocabulary on (see [`Matcher::split`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LexemeSplit {
+    /// Inside a string that accepts any content: tokens without `"` are allowed exactly when
+    /// they are JSON string content of at most `budget` code points (`None`: unbounded).
+    StringContent {
+        /// Code points still allowed.
+        budget: Option<u32>,
+        /// When the state after the closing quote does not depend on the content before it:
+        /// the range of code points that content may have for the string to close validly.
+        close: Option<(u32, u32)>,
+    },
+    /// Inside a string or key whose content is constrained: the tokens without `"` depend only
+    /// on the lexeme state written into the key.
+    Walk,
+}
+
+impl Matcher {
+    /// Whether every string content keeps the current string or key viable: the code-point
+    /// budget and, for strings, the closing range (see [`LexemeSplit::StringContent`]).
+    fn universal_budget(&self) -> Option<(Option<u32>, Option<(u32, u32)>)> {
+        let st = &self.st;
+        let g = &*self.g;
+        if st.lex.core.esc != 0 || !g.dfa(g.utf8).is_final(st.lex.core.syn) {
+            return None;
+        }
+        let f = &st.frames[st.top()];
+        let count = st.lex.core.count as u64;
+        let clamp = |x: u64| x.min(u32::MAX as u64) as u32;
+        match st.lex.kind {
+            LexKind::Str => {
+                // Every live obligation must accept all content; failed ones stay failed.
+                let mut budget: Option<Option<u64>> = None;
+                let mut all_free = true;
+                let mut live = 0;
+                let mut lo = 0u64;
+                let mut hi = u64::MAX;
+                for o in &st.obls[f.slot_start as usize..f.slot_end as usize] {
+                    if o.failed {
+                        continue;
+                    }
+                    live += 1;
+                    let lexer = &g.lexers[o.lexer as usize];
+                    let flags = g.universal_flags(lexer.dfa, o.state);
+                    all_free &= flags.free;
+                    lo = lo.max(lexer.min_len.saturating_sub(count));
+                    if let Some(m) = lexer.max_len {
+                        hi = hi.min(m.saturating_sub(count));
+                    }
+                    if o.role == Role::Contains || f.slot_mode == Mode::Free {
+                        continue;
+                    }
+                    let b = match lexer.max_len {
+                        None if flags.live_all => None,
+                        Some(m) if flags.free => Some(m.saturating_sub(count)),
+                        _ => return None,
+                    };
+                    budget = Some(match (budget, f.slot_mode) {
+                        (None, _) => b,
+                        (Some(x), Mode::All) => match (x, b) {
+                            (Some(x), Some(y)) => Some(x.min(y)),
+                            (x, y) => x.or(y),
+                        },
+                        (Some(x), _) => match (x, b) {
+                            (Some(x), Some(y)) => Some(x.max(y)),
+                            _ => None,
+                        },
+                    });
+                }
+                let budget = if f.slot_mode == Mode::Free {
+                    None
+                } else {
+                    budget.flatten()
+                };
+                // With value hashing the content matters after the quote (`uniqueItems`).
+                let close = (!g.needs_hash
+                    && (live == 0 || (f.slot_mode == Mode::All && all_free)))
+                    .then(|| (clamp(lo), clamp(hi)));
+                Some((budget.map(clamp), close))
+            }
+            LexKind::Key => {
+                if f.mode == Mode::Free {
+                    return Some((None, None));
+                }
+                for li in f.leaf_start..f.leaf_end {
+                    let leaf = &st.leaves[li as usize];
+                    let LeafSpec::Object(s) = leaf.spec else {
+                        continue;
+                    };
+                    if !leaf.alive {
+                        continue;
+                    }
+                    let spec = &g.obj_specs[s as usize];
+                    if leaf.key_state == DEAD
+                        || !spec.key_universal[g.dfa(spec.key_dfa).index(leaf.key_state)]
+                    {
+                        return None;
+                    }
+                }
+                Some((None, None))
+            }
+            _ => None,
+        }
+    }
+
+    /// The lexeme split for the mask kernel, writing the lexeme key for [`LexemeSplit::Walk`].
+    pub fn split(&self, key: &mut Vec<u32>) -> Option<LexemeSplit> {
+        if !self.in_string() {
+            return None;
+        }
+        if let Some((budget, close)) = self.universal_budget() {
+            return Some(LexemeSplit::StringContent { budget, close });
+        }
+        let st = &self.st;
+        let l = &st.lex;
+        key.extend([l.kind as u32, l.core.esc as u32, l.core.uval, l.core.syn]);
+        let t = st.top();
+        let f = &st.frames[t];
+        if l.kind == LexKind::Str {
+            key.push(f.slot_mode as u32);
+            let mut counted = false;
+            for o in &st.obls[f.slot_start as usize..f.slot_end as usize] {
+                let lexer = &self.g.lexers[o.lexer as usize];
+                counted |= lexer.max_len.is_some();
+                key.extend([o.role as u32, o.lexer, o.state, o.failed as u32]);
+            }
+            if counted {
+                key.push(l.core.count);
+            }
+        } else {
+            self.frame_key(t, key);
+        }
+        Some(LexemeSplit::Walk)
+    }
+
+    /// Writes the state of frame `t`: header, obligations and leaves, indices made relative.
+    fn frame_key(&self, t: usize, key: &mut Vec<u32>) {
+        let st = &self.st;
+        let f = &st.frames[t];
+        key.extend([
+            f.kind as u32,
+            f.phase as u32,
+            f.newlines as u32 | (f.spaces as u32) << 8,
+            f.mode as u32 | (f.slot_mode as u32) << 4,
+            f.root_ok as u32,
+        ]);
+        let parent_leaf_start = if t > 0 {
+            st.frames[t - 1].leaf_start
+        } else {
+            0
+        };
+        key.push(f.obl_end - f.obl_start);
+        for o in &st.obls[f.obl_start as usize..f.obl_end as usize] {
+            key.extend([
+                o.node.0,
+                o.sink.wrapping_sub(parent_leaf_start),
+                o.role as u32,
+                o.prog,
+                o.leaf_base.wrapping_sub(f.leaf_start),
+                o.failed as u32 | (o.result as u32) << 1,
+            ]);
+        }
+        key.push(f.leaf_end - f.leaf_start);
+        for leaf in &st.leaves[f.leaf_start as usize..f.leaf_end as usize] {
+            let spec = match leaf.spec {
+                LeafSpec::Object(s) => s << 2,
+                LeafSpec::Array(s) => s << 2 | 1,
+                LeafSpec::KeySeen { leaf, lit } => (leaf << 16 | lit) << 2 | 2,
+            };
+            key.extend([
+                spec,
+                leaf.alive as u32,
+                leaf.count,
+                leaf.contains,
+                leaf.seen as u32,
+                (leaf.seen >> 32) as u32,
+                leaf.key_state,
+            ]);
+            if leaf.ext != NONE
+                && let LeafSpec::Object(s) = leaf.spec
+            {
+                let words = self.g.obj_specs[s as usize].lits.len().div_ceil(64) - 1;
+                for w in &st.bits[leaf.ext as usize..leaf.ext as usize + words] {
+                    key.extend([*w as u32, (*w >> 32) as u32]);
+                }
+            }
+        }
+        if self.g.needs_hash {
+            key.extend([
+                f.acc.0 as u32,
+                (f.acc.0 >> 32) as u32,
+                f.acc.1 as u32,
+                (f.acc.1 >> 32) as u32,
+                f.member_key.0 as u32,
+                f.member_key.1 as u32,
+            ]);
+            for &(d, h) in &st.items[f.items_start as usize..] {
+                if d == f.depth {
+                    key.extend([h.0 as u32, (h.0 >> 32) as u32, h.1 as u32]);
+                }
+            }
+        }
+        if f.kind == FrameKind::Object {
+            let start = key.len();
+            key.push(0);
+            let mut n = 0;
+            for &(d, h) in &st.keys[f.keys_start as usize..] {
+                if d == f.depth {
+                    key.extend([h as u32, (h >> 32) as u32]);
+                    n += 1;
+                }
+            }
+            key[start] = n;
+        }
+    }
+
+    /// Writes a key identifying the current state: equal keys allow exactly the same
+    /// continuations.
+    pub fn state_key(&self, key: &mut Vec<u32>) {
+        let st = &self.st;
+        for t in 0..st.frames.len() {
+            self.frame_key(t, key);
+            let f = &st.frames[t];
+            key.push(f.slot_end - f.slot_start);
+            if t + 1 < st.frames.len() {
+                // The slot is the child's obligations, written with the child.
+                continue;
+            }
+            for o in &st.obls[f.slot_start as usize..f.slot_end as usize] {
+                key.extend([
+                    o.node.0,
+                    o.sink.wrapping_sub(f.leaf_start),
+                    o.role as u32,
+                    o.lexer,
+                    o.state,
+                    o.failed as u32,
+                ]);
+            }
+        }
+        let l = &st.lex;
+        key.extend([l.kind as u32, l.core.esc as u32, l.core.uval, l.core.syn]);
+        let f = &st.frames[st.top()];
+        if self.g.needs_hash {
+            key.extend([l.hash as u32, (l.hash >> 32) as u32, l.hash2 as u32]);
+            key.extend(st.text.iter().map(|&b| b as u32));
+        }
+        match l.kind {
+            LexKind::Str => {
+                let counted = st.obls[f.slot_start as usize..f.slot_end as usize]
+                    .iter()
+                    .any(|o| {
+                        let lexer = &self.g.lexers[o.lexer as usize];
+                        lexer.max_len.is_some() || lexer.min_len > 0
+                    });
+                if counted {
+                    key.push(l.core.count);
+                }
+            }
+            LexKind::Key => {
+                let has_keys = st.keys[f.keys_start as usize..]
+                    .iter()
+                    .any(|&(d, _)| d == f.depth);
+                if has_keys {
+                    key.extend([l.hash as u32, (l.hash >> 32) as u32]);
+                }
+            }
+            LexKind::Num => {
+                if self.g.options.numbers.any_notation {
+                    key.extend(st.text.iter().map(|&b| b as u32));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// A short description of the state, for error messages.
+    pub fn describe(&self) -> String {
+        let st = &self.st;
+        let f = &st.frames[st.top()];
+        format!(
+            "{:?} at depth {} after {} bytes{}",
+            f.phase,
+            f.depth,
+            st.marks.len(),
+            if self.in_string() {
+                " (inside a string)"
+            } else {
+                ""
+            }
+        )
     }
 }

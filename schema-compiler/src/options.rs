@@ -120,7 +120,10 @@ impl Options {
     pub fn generation() -> Options {
         Options {
             strict: true,
-            whitespace: Whitespace::Flexible { max_newlines: 1, max_spaces: 16 },
+            whitespace: Whitespace::Flexible {
+                max_newlines: 1,
+                max_spaces: 16,
+            },
             numbers: NumberPolicy {
                 max_int_digits: Some(20),
                 max_frac_digits: Some(20),

@@ -148,7 +148,9 @@ fn bench_patterns_translate_and_build() -> Result<()> {
                 sizes.push((dfa.memory_usage(), t0.elapsed().as_millis(), p.clone()));
                 dfas.insert(p.clone(), dfa);
             }
-            Err(PatternError::Unsupported { feature, .. }) => unsupported.push((p.clone(), feature)),
+            Err(PatternError::Unsupported { feature, .. }) => {
+                unsupported.push((p.clone(), feature))
+            }
             Err(e) => syntax_errors.push((p.clone(), e.to_string())),
         }
     }
@@ -197,12 +199,20 @@ fn bench_patterns_translate_and_build() -> Result<()> {
     }
     println!("valid-instance strings checked against their pattern: {checked}");
 
-    let expected: BTreeSet<(String, &str)> =
-        EXPECTED_UNSUPPORTED.iter().map(|(p, f)| ((*p).to_owned(), *f)).collect();
+    let expected: BTreeSet<(String, &str)> = EXPECTED_UNSUPPORTED
+        .iter()
+        .map(|(p, f)| ((*p).to_owned(), *f))
+        .collect();
     let got: BTreeSet<(String, &str)> = unsupported.iter().cloned().collect();
     assert_eq!(got, expected, "unsupported patterns changed");
-    assert!(syntax_errors.is_empty(), "syntax errors: {syntax_errors:#?}");
-    assert!(mismatches.is_empty(), "valid strings rejected: {mismatches:#?}");
+    assert!(
+        syntax_errors.is_empty(),
+        "syntax errors: {syntax_errors:#?}"
+    );
+    assert!(
+        mismatches.is_empty(),
+        "valid strings rejected: {mismatches:#?}"
+    );
     assert!(checked > 0);
     Ok(())
 }

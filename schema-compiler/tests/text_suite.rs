@@ -72,13 +72,18 @@ fn pattern_dfa(p: &str) -> dense::DFA<Vec<u32>> {
 fn pattern_suite() -> Result<()> {
     let mut checked = 0;
     for draft in ["draft2020-12", "draft7"] {
-        let path = data_dir().join("json-schema-test-suite").join(draft).join("pattern.json");
+        let path = data_dir()
+            .join("json-schema-test-suite")
+            .join(draft)
+            .join("pattern.json");
         for group in load(&path)? {
             let p = group["schema"]["pattern"].as_str().context("pattern")?;
             let dfa = pattern_dfa(p);
             for t in group["tests"].as_array().context("tests")? {
                 // `pattern` ignores non-strings.
-                let Some(s) = t["data"].as_str() else { continue };
+                let Some(s) = t["data"].as_str() else {
+                    continue;
+                };
                 let valid = t["valid"].as_bool().context("valid")?;
                 assert_eq!(full_match(&dfa, s), valid, "{draft}: {p:?} on {s:?}");
                 checked += 1;
@@ -109,7 +114,10 @@ fn mini_validate(schema: &Value, v: &Value) -> bool {
                 _ => true,
             };
             for k in o.keys() {
-                assert!(["type", "maximum"].contains(&k.as_str()), "keyword {k} not handled");
+                assert!(
+                    ["type", "maximum"].contains(&k.as_str()),
+                    "keyword {k} not handled"
+                );
             }
             type_ok && max_ok
         }
@@ -126,10 +134,14 @@ fn pattern_properties_suite() -> Result<()> {
             .join(draft)
             .join("patternProperties.json");
         for group in load(&path)? {
-            let pp = group["schema"]["patternProperties"].as_object().context("pp")?;
+            let pp = group["schema"]["patternProperties"]
+                .as_object()
+                .context("pp")?;
             let compiled: Vec<_> = pp.iter().map(|(p, s)| (pattern_dfa(p), s)).collect();
             for t in group["tests"].as_array().context("tests")? {
-                let Some(obj) = t["data"].as_object() else { continue };
+                let Some(obj) = t["data"].as_object() else {
+                    continue;
+                };
                 let valid = t["valid"].as_bool().context("valid")?;
                 let ours = obj.iter().all(|(k, v)| {
                     compiled
@@ -137,7 +149,11 @@ fn pattern_properties_suite() -> Result<()> {
                         .filter(|(dfa, _)| full_match(dfa, k))
                         .all(|(_, s)| mini_validate(s, v))
                 });
-                assert_eq!(ours, valid, "{draft}: {} / {}", group["description"], t["data"]);
+                assert_eq!(
+                    ours, valid,
+                    "{draft}: {} / {}",
+                    group["description"], t["data"]
+                );
                 checked += 1;
             }
         }
@@ -177,14 +193,21 @@ fn format_suite() -> Result<()> {
     let mut disagreements: Vec<(String, String, String)> = Vec::new();
     let mut unsupported = Vec::new();
     let mut total = 0;
-    println!("{:<28} {:>7} {:>10} {:>10} {:>9}", "format", "cases", "agree", "dfa bytes", "build ms");
+    println!(
+        "{:<28} {:>7} {:>10} {:>10} {:>9}",
+        "format", "cases", "agree", "dfa bytes", "build ms"
+    );
     for draft in ["draft2020-12", "draft7"] {
         let mut files: Vec<_> = std::fs::read_dir(root.join(draft).join("format"))?
             .filter_map(|e| e.ok().map(|e| e.path()))
             .collect();
         files.sort();
         for path in files {
-            let name = path.file_stem().and_then(|s| s.to_str()).context("name")?.to_owned();
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .context("name")?
+                .to_owned();
             let lang = match lookup_format(&name) {
                 FormatLookup::Supported(f) => f.language(),
                 FormatLookup::Unsupported | FormatLookup::Unknown => {
@@ -200,7 +223,9 @@ fn format_suite() -> Result<()> {
             for group in load(&path)? {
                 for t in group["tests"].as_array().context("tests")? {
                     // Formats ignore non-strings.
-                    let Some(s) = t["data"].as_str() else { continue };
+                    let Some(s) = t["data"].as_str() else {
+                        continue;
+                    };
                     let valid = t["valid"].as_bool().context("valid")?;
                     let len_ok = lang
                         .max_length
@@ -231,13 +256,22 @@ fn format_suite() -> Result<()> {
                 .map(|(f, s)| ((*d).to_owned(), (*f).to_owned(), (*s).to_owned()))
         })
         .collect();
-    let new: Vec<_> = disagreements.iter().filter(|d| !known.contains(d)).collect();
-    let fixed: Vec<_> = known.iter().filter(|k| !disagreements.contains(k)).collect();
+    let new: Vec<_> = disagreements
+        .iter()
+        .filter(|d| !known.contains(d))
+        .collect();
+    let fixed: Vec<_> = known
+        .iter()
+        .filter(|k| !disagreements.contains(k))
+        .collect();
     println!(
         "{total} string cases, {} documented disagreements",
         disagreements.len() - new.len()
     );
     assert!(new.is_empty(), "new disagreements: {new:#?}");
-    assert!(fixed.is_empty(), "listed disagreements that now agree: {fixed:#?}");
+    assert!(
+        fixed.is_empty(),
+        "listed disagreements that now agree: {fixed:#?}"
+    );
     Ok(())
 }

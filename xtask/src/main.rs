@@ -1,1 +1,161 @@
-fn main() {}
+//! `cargo xtask`: Stencil's project automation. Fetches the assets the tests and the demo
+//! need (`fetch-assets`), and runs the tests, lints, demo and benchmarks as short lists of
+//! cargo steps. Run `cargo xtask --help` for the commands.
+
+mod assets;
+mod fsutil;
+mod steps;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::assets::Asset;
+
+/// Stencil project automation.
+#[derive(Parser)]
+#[command(name = "xtask", bin_name = "cargo xtask", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Download the tokenizers, the default model and the JSON-Schema-Test-Suite into assets/
+    /// (through the cache in $STENCIL_CACHE, default ~/.cache/stencil); verify what is there.
+    FetchAssets {
+        /// Download again even when the cache has it.
+        #[arg(long)]
+        force: bool,
+        /// Only these assets (comma-separated or repeated).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        only: Vec<Asset>,
+    },
+    /// Fetch assets if missing, then run every test of the workspace.
+    Test,
+    /// Build and run the demo in release mode (fetching assets if missing).
+    Demo,
+    /// Run a criterion benchmark by name; arguments after `--` go to criterion.
+    Bench {
+        /// The benchmark.
+        #[arg(value_parser = clap::builder::PossibleValuesParser::new(
+            steps::BENCHES.iter().map(|b| clap::builder::PossibleValue::new(b.name).help(b.about))
+        ))]
+        name: String,
+        /// Extra arguments for the benchmark harness.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Check formatting and run clippy with warnings denied.
+    Lint,
+    /// What CI runs: `lint`, then the steps of `test`.
+    Ci,
+}
+
+/// Where things are: the repository, its assets and the download cache.
+pub struct Layout {
+    /// The repository root (the workspace manifest's folder).
+    pub root: PathBuf,
+    /// `$STENCIL_ASSETS`, else `<root>/assets`.
+    pub assets: PathBuf,
+    /// `$STENCIL_CACHE`, else `~/.cache/stencil`.
+    pub cache: PathBuf,
+}
+
+impl Layout {
+    fn from_env() -> Result<Self> {
+        // `cargo run` passes the manifest folder at run time; prefer it to the one seen at
+        // build time, which is stale when checkouts share a target directory.
+        let manifest_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+        let root = manifest_dir
+            .parent()
+            .context("xtask is not inside the workspace")?
+            .to_path_buf();
+        let cwd = std::env::current_dir().context("reading the current directory")?;
+        let from_env = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(|v| cwd.join(PathBuf::from(v)))
+        };
+        let assets = from_env("STENCIL_ASSETS").unwrap_or_else(|| root.join("assets"));
+        let cache = match from_env("STENCIL_CACHE") {
+            Some(dir) => dir,
+            None => std::env::var_os("HOME")
+                .filter(|h| !h.is_empty())
+                .map(|h| PathBuf::from(h).join(".cache/stencil"))
+                .context(
+                    "neither STENCIL_CACHE nor HOME is set: no place for the download cache",
+                )?,
+        };
+        Ok(Self {
+            root,
+            assets,
+            cache,
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let layout = Layout::from_env()?;
+    match cli.command {
+        Cmd::FetchAssets { force, only } => assets::fetch(&layout, &only, force),
+        Cmd::Test => steps::run(&layout, &steps::test()),
+        Cmd::Demo => steps::run(&layout, &steps::demo(&layout)),
+        Cmd::Bench { name, args } => steps::run(&layout, &steps::bench(&name, &args)?),
+        Cmd::Lint => steps::run(&layout, &steps::lint()),
+        Cmd::Ci => steps::run(&layout, &steps::ci()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn only_takes_a_list() {
+        let cli =
+            Cli::try_parse_from(["xtask", "fetch-assets", "--only", "model,test-suite"]).unwrap();
+        let Cmd::FetchAssets { only, force } = cli.command else {
+            panic!("wrong command")
+        };
+        assert_eq!(only, [Asset::Model, Asset::TestSuite]);
+        assert!(!force);
+        assert!(Cli::try_parse_from(["xtask", "fetch-assets", "--only", "weights"]).is_err());
+    }
+
+    #[test]
+    fn bench_takes_known_names_and_trailing_args() {
+        let cli = Cli::try_parse_from(["xtask", "bench", "vocab", "--", "--bench", "x"]).unwrap();
+        let Cmd::Bench { name, args } = cli.command else {
+            panic!("wrong command")
+        };
+        assert_eq!(
+            (name.as_str(), args.as_slice()),
+            ("vocab", &["--bench".to_owned(), "x".to_owned()][..])
+        );
+        assert!(Cli::try_parse_from(["xtask", "bench", "nope"]).is_err());
+    }
+}

@@ -37,9 +37,7 @@
 //! and inline modifiers (`(?i:…)`) are reported as [`PatternError::Unsupported`]; nothing is
 //! ever dropped or approximated.
 
-use regex_syntax::hir::{
-    Class, ClassUnicode, ClassUnicodeRange, Hir, Look, Repetition,
-};
+use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Look, Repetition};
 
 /// Errors from [`pattern_language`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,6 +76,14 @@ pub enum PatternError {
 pub fn pattern_language(ecma: &str) -> Result<String, PatternError> {
     let mut out = String::new();
     print_hir(&pattern_hir(ecma)?, &mut out);
+    // The printed form nests about four levels per nested ECMA group; `regex-syntax` refuses
+    // more than 250 by default. Report that here rather than hand out a regex that fails later.
+    if regex_syntax::ast::parse::Parser::new().parse(&out).is_err() {
+        return Err(PatternError::Unsupported {
+            feature: "nesting deeper than regex-syntax's default limit",
+            offset: 0,
+        });
+    }
     Ok(out)
 }
 
@@ -544,7 +550,6 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_term(&mut self) -> Result<Node, PatternError> {
-        let start = self.offset();
         let c = self.peek().unwrap_or('\0');
         // Assertions: not quantifiable.
         let assertion = match c {
@@ -562,7 +567,7 @@ impl<'a> Parser<'a> {
             return Ok(Node::Look(look));
         }
         let atom = self.parse_atom()?;
-        self.parse_quantifier(atom, start)
+        self.parse_quantifier(atom)
     }
 
     /// Whether a quantifier starts here.
@@ -605,7 +610,7 @@ impl<'a> Parser<'a> {
         Some((min, max, i + 1 - self.pos))
     }
 
-    fn parse_quantifier(&mut self, atom: Node, start: usize) -> Result<Node, PatternError> {
+    fn parse_quantifier(&mut self, atom: Node) -> Result<Node, PatternError> {
         let q_off = self.offset();
         let (min, max) = match self.peek() {
             Some('*') => {
@@ -643,7 +648,6 @@ impl<'a> Parser<'a> {
         };
         // Laziness does not change the language.
         self.eat('?');
-        let _ = start;
         Ok(Node::Repeat {
             sub: Box::new(atom),
             min,
@@ -671,9 +675,7 @@ impl<'a> Parser<'a> {
                 self.parse_atom_escape(off)
             }
             '*' | '+' | '?' => Err(self.syntax("nothing to repeat", off)),
-            '{' if self.braced_quantifier().is_some() => {
-                Err(self.syntax("nothing to repeat", off))
-            }
+            '{' if self.braced_quantifier().is_some() => Err(self.syntax("nothing to repeat", off)),
             _ => {
                 // Includes the Annex B literals `{`, `}` and `]`.
                 self.pos += 1;
@@ -733,7 +735,8 @@ impl<'a> Parser<'a> {
                     if c == '$'
                         || c == '_'
                         || (first && c.is_alphabetic())
-                        || (!first && (c.is_alphanumeric() || c == '\u{200C}' || c == '\u{200D}')) =>
+                        || (!first
+                            && (c.is_alphanumeric() || c == '\u{200C}' || c == '\u{200D}')) =>
                 {
                     self.pos += 1;
                     first = false;
@@ -798,7 +801,9 @@ impl<'a> Parser<'a> {
             }
             '1'..='9' => Err(self.unsupported("legacy octal escape", off)),
             'x' => {
-                let v = self.hex_digits(2).ok_or_else(|| self.syntax("invalid \\x escape", off))?;
+                let v = self
+                    .hex_digits(2)
+                    .ok_or_else(|| self.syntax("invalid \\x escape", off))?;
                 ch(v)
             }
             'u' => self.parse_unicode_escape(off).map(ClassAtom::Char),
@@ -834,10 +839,10 @@ impl<'a> Parser<'a> {
             }
             return Ok(v);
         }
-        let v = self.hex_digits(4).ok_or_else(|| self.syntax("invalid \\u escape", off))?;
-        if (0xD800..0xDC00).contains(&v)
-            && self.peek() == Some('\\')
-            && self.peek_n(1) == Some('u')
+        let v = self
+            .hex_digits(4)
+            .ok_or_else(|| self.syntax("invalid \\u escape", off))?;
+        if (0xD800..0xDC00).contains(&v) && self.peek() == Some('\\') && self.peek_n(1) == Some('u')
         {
             let save = self.pos;
             self.pos += 2;
@@ -863,7 +868,10 @@ impl<'a> Parser<'a> {
         {
             self.pos += 1;
         }
-        let body: String = self.chars[start..self.pos].iter().map(|&(_, c)| c).collect();
+        let body: String = self.chars[start..self.pos]
+            .iter()
+            .map(|&(_, c)| c)
+            .collect();
         if !self.eat('}') {
             return Err(self.syntax("invalid property escape", off));
         }
@@ -880,7 +888,13 @@ impl<'a> Parser<'a> {
                     if !value.is_empty()
                         && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') =>
                 {
-                    let short = if name.len() <= 3 { name } else if name == "Script" { "sc" } else { "scx" };
+                    let short = if name.len() <= 3 {
+                        name
+                    } else if name == "Script" {
+                        "sc"
+                    } else {
+                        "scx"
+                    };
                     format!("{short}={value}")
                 }
                 _ => return Err(unknown()),
@@ -1132,10 +1146,39 @@ mod tests {
             );
         }
         let syntax = [
-            "*", "a**", "+a", "?", "(", "(a", "a)", ")", "[a", "[z-a]", r"\", r"a\", r"\a",
-            r"\e", r"\z", r"\c1", r"\x4", r"\u12", r"\u{110000}", r"\p{Greek}", r"\p{Lettr}",
-            r"\p{greek}", r"\p{Script=}", r"\pL", "(?<1a>x)", "(?x)", "^*", "$+", r"\b*",
-            "a{3,2}", "{2}", r"[\B]", "(?<>a)",
+            "*",
+            "a**",
+            "+a",
+            "?",
+            "(",
+            "(a",
+            "a)",
+            ")",
+            "[a",
+            "[z-a]",
+            r"\",
+            r"a\",
+            r"\a",
+            r"\e",
+            r"\z",
+            r"\c1",
+            r"\x4",
+            r"\u12",
+            r"\u{110000}",
+            r"\p{Greek}",
+            r"\p{Lettr}",
+            r"\p{greek}",
+            r"\p{Script=}",
+            r"\pL",
+            "(?<1a>x)",
+            "(?x)",
+            "^*",
+            "$+",
+            r"\b*",
+            "a{3,2}",
+            "{2}",
+            r"[\B]",
+            "(?<>a)",
         ];
         for p in syntax {
             assert!(
@@ -1144,6 +1187,18 @@ mod tests {
                 pattern_language(p)
             );
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_reported_not_broken() {
+        let deep = format!("{}a{}", "(a".repeat(150), ")*".repeat(150));
+        assert!(matches!(
+            pattern_language(&deep),
+            Err(PatternError::Unsupported { .. })
+        ));
+        assert!(pattern_hir(&deep).is_ok());
+        let fine = format!("{}a{}", "(a".repeat(40), ")*".repeat(40));
+        assert!(full(&fine).is_match("aa"));
     }
 
     #[test]
@@ -1158,8 +1213,14 @@ mod tests {
             }
         }
         for (long, short) in GENERAL_CATEGORIES {
-            assert!(pattern_language(&format!(r"\p{{{long}}}")).is_ok(), "{long}");
-            assert!(pattern_language(&format!(r"\p{{gc={short}}}")).is_ok(), "{short}");
+            assert!(
+                pattern_language(&format!(r"\p{{{long}}}")).is_ok(),
+                "{long}"
+            );
+            assert!(
+                pattern_language(&format!(r"\p{{gc={short}}}")).is_ok(),
+                "{short}"
+            );
         }
     }
 

@@ -362,7 +362,8 @@ fn hostname() -> String {
 }
 
 fn email() -> String {
-    let atext = chars("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~");
+    let atext =
+        chars("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!#$%&'*+-/=?^_`{|}~");
     let dot_string = format!(r"{atext}+(?:\.{atext}+)*");
     // qtextSMTP: %d32-33 / %d35-91 / %d93-126; quoted-pairSMTP: "\" %d32-126.
     let quoted = r#""(?:[ !\x23-\x5B\x5D-\x7E]|\\[\x20-\x7E])*""#;
@@ -500,8 +501,7 @@ fn json_pointer() -> String {
 fn uri_template() -> String {
     // literals: %x21 / %x23-24 / %x26-3B (with erratum 6937) / %x3D / %x3F-5B / %x5D / %x5F /
     // %x61-7A / %x7E / ucschar / iprivate / pct-encoded.
-    let literal =
-        format!("(?:[!\\#\\$\\&-;=\\?-\\[\\]_a-z\\~{UCSCHAR}{IPRIVATE}]|{PCT})");
+    let literal = format!("(?:[!\\#\\$\\&-;=\\?-\\[\\]_a-z\\~{UCSCHAR}{IPRIVATE}]|{PCT})");
     let varchar = format!("(?:[A-Za-z0-9_]|{PCT})");
     let varname = format!(r"{varchar}(?:\.?{varchar})*");
     let modifier = "(?::[1-9][0-9]{0,3}|\\*)?";
@@ -533,7 +533,13 @@ mod tests {
     #[test]
     fn leap_seconds_follow_the_offset() {
         let t = re(Format::Time);
-        for s in ["23:59:60Z", "23:59:60-00:00", "00:59:60+01:00", "23:58:60-00:01", "00:00:60+00:01"] {
+        for s in [
+            "23:59:60Z",
+            "23:59:60-00:00",
+            "00:59:60+01:00",
+            "23:58:60-00:01",
+            "00:00:60+00:01",
+        ] {
             assert!(t.is_match(s), "{s}");
         }
         for s in ["23:59:60+00:01", "00:00:60Z", "12:00:60+12:00", "23:59:61Z"] {
@@ -582,7 +588,9 @@ mod tests {
     #[test]
     fn hostname_labels() {
         let h = re(Format::Hostname);
-        let ok = ["a", "ab", "a-b", "a--b", "abc", "a1-2", "ab-cd", "abc--d", "1-a", "a.b"];
+        let ok = [
+            "a", "ab", "a-b", "a--b", "abc", "a1-2", "ab-cd", "abc--d", "1-a", "a.b",
+        ];
         let bad = ["-a", "a-", "ab--c", "xn--abc", "XN--abc", "a..b", "a_b"];
         for s in ok {
             assert!(h.is_match(s), "{s}");
@@ -610,7 +618,11 @@ mod tests {
         ] {
             assert!(e.is_match(s), "{s}");
         }
-        for s in ["a@[IPv6:1:2:3:4:5:6:7::]", "a@[IPv6:1:2:3::4:5:1.2.3.4]", "a@[256.1.1.1]"] {
+        for s in [
+            "a@[IPv6:1:2:3:4:5:6:7::]",
+            "a@[IPv6:1:2:3::4:5:1.2.3.4]",
+            "a@[256.1.1.1]",
+        ] {
             assert!(!e.is_match(s), "{s}");
         }
     }

@@ -13,10 +13,11 @@
 //! A text is split into sign, integer digits `I` and fraction digits `F`; its magnitude is
 //! `I + 0.F`. For a magnitude interval `[a, b]` the texts are: `I = int(a)` with `0.F` at
 //! least `frac(a)`, or `int(a) < I < int(b)` with any fraction, or `I = int(b)` with `0.F` at
-//! most `frac(b)`. Integer ranges are split by length and compared digit by digit; fraction
-//! comparisons walk the bound's digits. Every digit of a bound adds one level with a constant
-//! number of alternatives, so the regex grows linearly with the number of bound digits (a
-//! 309-digit bound such as `1e308` gives a regex of a few kilobytes). Negative numbers are the
+//! most `frac(b)`. Integer ranges are split by length and compared digit by digit, nesting
+//! to the left so that the digits after the first difference are shared: the DFA grows
+//! linearly with the bound's length and the regex text as `n^1.5` (a 309-digit bound such as
+//! `1e308` gives about 1 kB of regex and a 200 kB dense DFA; 400 significant digits give
+//! 25 kB and 240 kB). Fraction comparisons walk the bound's digits. Negative numbers are the
 //! mirrored interval behind a `-`.
 //!
 //! Digit limits keep the language finite where generation must end. They also bound the
@@ -29,8 +30,9 @@ use super::decimal::Decimal;
 use super::re::{Re, chain};
 
 /// The most digits (integer plus fraction) a bound may need after clipping to the digit
-/// limits. `1e308` needs 309, the smallest positive `f64` (`5e-324`) needs 325.
-pub const MAX_BOUND_DIGITS: usize = 1100;
+/// limits. `1e308` needs 309, the smallest positive `f64` (`5e-324`) needs 325, so every
+/// bound that comes from an `f64` fits.
+pub const MAX_BOUND_DIGITS: usize = 400;
 
 /// Errors from [`number_language`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -403,42 +405,73 @@ fn same_length_range(lo: &str, hi: &str) -> Re {
 
 /// Digit strings of `s.len()` digits that are `>= s`.
 fn at_least(s: &[u8]) -> Re {
-    let mut levels = Vec::new();
-    for j in 0..s.len() {
-        if s[j..].iter().all(|&c| c == b'0') {
-            let n = (s.len() - j) as u32;
-            return chain(levels, Re::any_digits(n, Some(n)));
-        }
-        let rest = (s.len() - j - 1) as u32;
-        let opt = Re::concat([
-            Re::digits(digit(s[j]) + 1, 9),
-            Re::any_digits(rest, Some(rest)),
-        ]);
-        levels.push((opt, char::from(s[j])));
-    }
-    chain(levels, Re::Empty)
+    let stop = (0..s.len()).find(|&j| s[j..].iter().all(|&c| c == b'0'));
+    let classes: Vec<(u8, u8)> = (0..stop.map_or(s.len(), |j| j + 1))
+        .map(|j| {
+            if Some(j) == stop {
+                (0, 9)
+            } else {
+                (digit(s[j]) + 1, 9)
+            }
+        })
+        .collect();
+    fixed_length(s, &classes, stop.is_none())
 }
 
 /// Digit strings of `s.len()` digits that are `<= s`.
 fn at_most(s: &[u8]) -> Re {
-    let mut levels = Vec::new();
-    for j in 0..s.len() {
-        if s[j..].iter().all(|&c| c == b'9') {
-            let n = (s.len() - j) as u32;
-            return chain(levels, Re::any_digits(n, Some(n)));
+    let stop = (0..s.len()).find(|&j| s[j..].iter().all(|&c| c == b'9'));
+    let classes: Vec<(u8, u8)> = (0..stop.map_or(s.len(), |j| j + 1))
+        .map(|j| {
+            if Some(j) == stop {
+                (0, 9)
+            } else if s[j] == b'0' {
+                (1, 0)
+            } else {
+                (0, digit(s[j]) - 1)
+            }
+        })
+        .collect();
+    fixed_length(s, &classes, stop.is_none())
+}
+
+/// Strings of `s.len()` digits that follow `s` up to some position `j < classes.len()`, have
+/// a digit in `classes[j]` there, and any digits after; plus `s` itself when `with_s`.
+///
+/// The obvious form `∪ s[..j] [class_j] [0-9]{n-j-1}` gives every `j` its own copy of the
+/// trailing digits, and the DFA then has a state per (divergence point, digits left): quadratic
+/// in the length. Nesting to the left instead, `D_{j+1} = D_j [0-9] | s[..j] [class_j]`,
+/// shares the trailing digits, so the DFA stays linear. The literal prefixes `s[..j]` are
+/// repeated, so levels are grouped in blocks of about `√n`: the text is `O(n^1.5)` and the
+/// nesting `O(√n)`.
+fn fixed_length(s: &[u8], classes: &[(u8, u8)], with_s: bool) -> Re {
+    let n = s.len();
+    let end = classes.len();
+    let block = (end as f64).sqrt().ceil().max(1.0) as usize;
+    let text = |a: usize, b: usize| Re::lit(String::from_utf8_lossy(&s[a..b]).into_owned());
+    let mut global = Re::Fail;
+    let mut a = 0;
+    while a < end {
+        let c = (a + block).min(end);
+        let mut local = Re::Fail;
+        for (j, &(lo, hi)) in classes.iter().enumerate().take(c).skip(a) {
+            local = Re::alt([
+                Re::concat([local, Re::digits(0, 9)]),
+                Re::concat([text(a, j), Re::digits(lo, hi)]),
+            ]);
         }
-        let rest = (s.len() - j - 1) as u32;
-        let opt = if s[j] == b'0' {
-            Re::Fail
-        } else {
-            Re::concat([
-                Re::digits(0, digit(s[j]) - 1),
-                Re::any_digits(rest, Some(rest)),
-            ])
-        };
-        levels.push((opt, char::from(s[j])));
+        let width = (c - a) as u32;
+        global = Re::alt([
+            Re::concat([global, Re::any_digits(width, Some(width))]),
+            Re::concat([text(0, a), local]),
+        ]);
+        a = c;
     }
-    chain(levels, Re::Empty)
+    let rest = (n - end) as u32;
+    Re::alt([
+        Re::concat([global, Re::any_digits(rest, Some(rest))]),
+        if with_s { text(0, n) } else { Re::Fail },
+    ])
 }
 
 /// How the fraction read so far compares with a lower bound's fraction `c`.
@@ -698,7 +731,11 @@ mod tests {
             assert!(re.is_match(s), "{s} should match {spec:?}: {}", re.as_str());
         }
         for s in no {
-            assert!(!re.is_match(s), "{s} should not match {spec:?}: {}", re.as_str());
+            assert!(
+                !re.is_match(s),
+                "{s} should not match {spec:?}: {}",
+                re.as_str()
+            );
         }
     }
 
@@ -710,8 +747,20 @@ mod tests {
         };
         check(
             &spec,
-            &["0", "-0", "1", "-12.50", "0.0", "1e5", "1E+05", "-0.5e-3", "123456789"],
-            &["", "01", "-", "1.", ".5", "+1", "1e", "--1", "0x1", "1.5.5", "00"],
+            &[
+                "0",
+                "-0",
+                "1",
+                "-12.50",
+                "0.0",
+                "1e5",
+                "1E+05",
+                "-0.5e-3",
+                "123456789",
+            ],
+            &[
+                "", "01", "-", "1.", ".5", "+1", "1e", "--1", "0x1", "1.5.5", "00",
+            ],
         );
         let spec = NumberSpec {
             max_int_digits: Some(3),
@@ -731,7 +780,16 @@ mod tests {
     fn edge_table() {
         check(
             &range(Some(("0.5", false)), Some(("99.95", true))),
-            &["0.51", "0.5000001", "1", "99", "99.95", "99.950", "99.9", "50.123"],
+            &[
+                "0.51",
+                "0.5000001",
+                "1",
+                "99",
+                "99.95",
+                "99.950",
+                "99.9",
+                "50.123",
+            ],
             &["0.5", "0.50", "0", "-1", "99.951", "100", "99.96", "0.4999"],
         );
         check(
@@ -761,7 +819,15 @@ mod tests {
         );
         check(
             &range(Some(("100", true)), Some(("10000", true))),
-            &["100", "100.0", "999", "1000", "9999.99", "10000", "10000.000"],
+            &[
+                "100",
+                "100.0",
+                "999",
+                "1000",
+                "9999.99",
+                "10000",
+                "10000.000",
+            ],
             &["99.99", "10000.01", "10001", "99"],
         );
         check(
@@ -775,8 +841,16 @@ mod tests {
             &["0.5", "0.50000", "0.5124", "0.52"],
         );
         // Empty ranges.
-        check(&range(Some(("2", true)), Some(("1", true))), &[], &["1", "1.5", "2"]);
-        check(&range(Some(("1", false)), Some(("1", true))), &[], &["1", "1.0"]);
+        check(
+            &range(Some(("2", true)), Some(("1", true))),
+            &[],
+            &["1", "1.5", "2"],
+        );
+        check(
+            &range(Some(("1", false)), Some(("1", true))),
+            &[],
+            &["1", "1.0"],
+        );
     }
 
     #[test]
@@ -794,12 +868,19 @@ mod tests {
         let mut spec = range(Some(("0.12345", true)), Some(("1e1000000000", true)));
         spec.max_int_digits = Some(2);
         spec.max_frac_digits = Some(2);
-        check(&spec, &["0.13", "99.99", "0.2"], &["0.12", "100", "0.125", "0.123"]);
+        check(
+            &spec,
+            &["0.13", "99.99", "0.2"],
+            &["0.12", "100", "0.125", "0.123"],
+        );
         let mut spec = range(Some(("1e-1000000000", false)), None);
         spec.max_frac_digits = Some(3);
         check(&spec, &["0.001", "1"], &["0", "0.000", "0.0001"]);
         let spec = range(Some(("1e-1000000000", false)), None);
-        assert!(matches!(number_language(&spec), Err(NumberError::BoundTooLarge { .. })));
+        assert!(matches!(
+            number_language(&spec),
+            Err(NumberError::BoundTooLarge { .. })
+        ));
         let mut spec = range(Some(("1000", true)), None);
         spec.max_int_digits = Some(3);
         check(&spec, &[], &["1000", "999"]);
@@ -814,7 +895,10 @@ mod tests {
 
     #[test]
     fn huge_bound_stays_small() {
-        let spec = range(Some(("-1e308", true)), Some(("1.7976931348623157e308", true)));
+        let spec = range(
+            Some(("-1e308", true)),
+            Some(("1.7976931348623157e308", true)),
+        );
         let s = number_language(&spec).unwrap();
         assert!(s.len() < 100_000, "{}", s.len());
         let re = regex::Regex::new(&format!("^(?:{s})$")).unwrap();

@@ -34,7 +34,11 @@ impl Re {
 
     /// One digit in `lo..=hi`; [`Re::Fail`] when the range is empty.
     pub(crate) fn digits(lo: u8, hi: u8) -> Re {
-        if lo > hi || hi > 9 { Re::Fail } else { Re::Digits(lo, hi) }
+        if lo > hi || hi > 9 {
+            Re::Fail
+        } else {
+            Re::Digits(lo, hi)
+        }
     }
 
     /// `[0-9]{min,max}`.
@@ -236,10 +240,16 @@ mod tests {
     fn printing_groups_only_where_needed() {
         let r = Re::concat([
             Re::lit("1"),
-            Re::alt([Re::lit("2"), Re::concat([Re::digits(3, 5), Re::any_digits(0, None)])]),
+            Re::alt([
+                Re::lit("2"),
+                Re::concat([Re::digits(3, 5), Re::any_digits(0, None)]),
+            ]),
         ]);
         assert_eq!(r.to_regex(), "1(?:2|[3-5][0-9]*)");
-        assert_eq!(Re::repeat(Re::lit("ab"), 2, Some(3)).to_regex(), "(?:ab){2,3}");
+        assert_eq!(
+            Re::repeat(Re::lit("ab"), 2, Some(3)).to_regex(),
+            "(?:ab){2,3}"
+        );
         assert_eq!(Re::alt([Re::Empty, Re::lit("x")]).to_regex(), "x?");
         assert_eq!(Re::alt([Re::Fail]).to_regex(), "[a&&b]");
         assert_eq!(Re::lit(".-").to_regex(), r"\.\-");
@@ -248,7 +258,12 @@ mod tests {
     #[test]
     fn chain_matches_naive_nesting() {
         let levels: Vec<(Re, char)> = (0..100)
-            .map(|i| (Re::digits(0, (i % 9) as u8), char::from(b'0' + (i % 10) as u8)))
+            .map(|i| {
+                (
+                    Re::digits(0, (i % 9) as u8),
+                    char::from(b'0' + (i % 10) as u8),
+                )
+            })
             .collect();
         let chained = chain(levels.clone(), Re::lit("x")).to_regex();
         let mut naive = Re::lit("x");
@@ -269,7 +284,9 @@ mod tests {
                 regex_syntax::hir::Hir::look(regex_syntax::hir::Look::End),
             ]))
             .unwrap();
-        let digits: String = (0..100).map(|i| char::from(b'0' + (i % 10) as u8)).collect();
+        let digits: String = (0..100)
+            .map(|i| char::from(b'0' + (i % 10) as u8))
+            .collect();
         for cut in 0..=100 {
             for tail in ["", "0", "x", "5", "9x"] {
                 let s = format!("{}{}", &digits[..cut], tail);

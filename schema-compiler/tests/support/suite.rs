@@ -71,92 +71,11 @@ pub struct Record {
     pub detail: String,
 }
 
-/// Removes insignificant whitespace from JSON text.
-pub fn minify(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut in_str = false;
-    let mut esc = false;
-    for c in text.chars() {
-        if in_str {
-            out.push(c);
-            if esc {
-                esc = false;
-            } else if c == '\\' {
-                esc = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-        } else if c == '"' {
-            in_str = true;
-            out.push(c);
-        } else if !c.is_ascii_whitespace() {
-            out.push(c);
-        }
-    }
-    out
-}
+pub use schema_compiler::json_text::minify;
 
-/// Pretty-prints JSON text with two-space indentation, keeping tokens as written.
+/// Pretty-prints with two-space indentation.
 pub fn pretty(text: &str) -> String {
-    let compact = minify(text);
-    let mut out = String::with_capacity(compact.len() * 2);
-    let mut depth = 0usize;
-    let mut in_str = false;
-    let mut esc = false;
-    let chars: Vec<char> = compact.chars().collect();
-    let nl = |out: &mut String, depth: usize| {
-        out.push('\n');
-        for _ in 0..depth {
-            out.push_str("  ");
-        }
-    };
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if in_str {
-            out.push(c);
-            if esc {
-                esc = false;
-            } else if c == '\\' {
-                esc = true;
-            } else if c == '"' {
-                in_str = false;
-            }
-            i += 1;
-            continue;
-        }
-        match c {
-            '"' => {
-                in_str = true;
-                out.push(c);
-            }
-            '{' | '[' => {
-                let close = if c == '{' { '}' } else { ']' };
-                if chars.get(i + 1) == Some(&close) {
-                    out.push(c);
-                    out.push(close);
-                    i += 2;
-                    continue;
-                }
-                out.push(c);
-                depth += 1;
-                nl(&mut out, depth);
-            }
-            '}' | ']' => {
-                depth = depth.saturating_sub(1);
-                nl(&mut out, depth);
-                out.push(c);
-            }
-            ',' => {
-                out.push(c);
-                nl(&mut out, depth);
-            }
-            ':' => out.push_str(": "),
-            _ => out.push(c),
-        }
-        i += 1;
-    }
-    out
+    schema_compiler::json_text::pretty(text, 2)
 }
 
 /// Feeds `text` and reports whether it is accepted as a complete document.
@@ -180,7 +99,9 @@ pub fn accepts(m: &mut Matcher, text: &str) -> Result<(), String> {
 /// All `.json` files under `dir`, sorted.
 pub fn json_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let Ok(rd) = std::fs::read_dir(dir) else { return out };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
@@ -197,7 +118,11 @@ pub fn json_files(dir: &Path) -> Vec<PathBuf> {
 pub fn remotes(dir: &Path) -> HashMap<String, serde_json::Value> {
     let mut out = HashMap::new();
     for p in json_files(dir) {
-        let rel = p.strip_prefix(dir).expect("under dir").to_string_lossy().replace('\\', "/");
+        let rel = p
+            .strip_prefix(dir)
+            .expect("under dir")
+            .to_string_lossy()
+            .replace('\\', "/");
         if let Ok(text) = std::fs::read_to_string(&p)
             && let Ok(v) = serde_json::from_str(&text)
         {
@@ -212,11 +137,19 @@ pub fn options_for(file: &Path, draft: Draft) -> Options {
     let in_format_dir = file.components().any(|c| c.as_os_str() == "format");
     Options::validation()
         .default_draft(draft)
-        .format(if in_format_dir { FormatMode::Assert } else { FormatMode::Annotate })
+        .format(if in_format_dir {
+            FormatMode::Assert
+        } else {
+            FormatMode::Annotate
+        })
 }
 
 fn compile_error_outcome(e: &CompileError) -> Outcome {
-    if e.is_unsupported() { Outcome::Unsupported } else { Outcome::CompileError }
+    if e.is_unsupported() {
+        Outcome::Unsupported
+    } else {
+        Outcome::CompileError
+    }
 }
 
 /// Runs one Test-Suite file (an array of cases).
@@ -226,7 +159,11 @@ pub fn run_file(
     draft: Draft,
     remotes: &HashMap<String, serde_json::Value>,
 ) -> Vec<Record> {
-    let rel = file.strip_prefix(root).unwrap_or(file).to_string_lossy().replace('\\', "/");
+    let rel = file
+        .strip_prefix(root)
+        .unwrap_or(file)
+        .to_string_lossy()
+        .replace('\\', "/");
     let rel = rel.trim_end_matches(".json").to_string();
     let text = std::fs::read_to_string(file).expect("readable suite file");
     let cases: Vec<Case> = serde_json::from_str(&text).expect("suite file parses");
@@ -255,7 +192,13 @@ pub fn judge(
 ) -> Record {
     let g = match grammar {
         Ok(g) => g.clone(),
-        Err(e) => return Record { id, outcome: compile_error_outcome(e), detail: e.to_string() },
+        Err(e) => {
+            return Record {
+                id,
+                outcome: compile_error_outcome(e),
+                detail: e.to_string(),
+            };
+        }
     };
     let mut m = Matcher::new(g);
     let compact = minify(data);
@@ -282,7 +225,11 @@ pub fn judge(
     if outcome == Outcome::FalseAccept {
         detail = format!("accepted: {compact}");
     }
-    Record { id, outcome, detail }
+    Record {
+        id,
+        outcome,
+        detail,
+    }
 }
 
 /// Totals per outcome.

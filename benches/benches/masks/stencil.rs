@@ -1,0 +1,77 @@
+//! Stencil's engine: a kernel per tokenizer, a grammar and a mask cache per schema, a session
+//! per instance, as `stencil maskbench` and a server drive it.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow};
+use benches::peers::Engine;
+use generate::SchemaRecognizer;
+use mask_kernel::{FixedBitSet, Kernel, MaskCache, Session};
+use schema_compiler::{Grammar, Options};
+use serde_json::Value;
+use vocab_index::TokenId;
+
+/// Stencil with a mask cache of `cache_bytes` per schema (0: every mask computed).
+pub struct Stencil {
+    kernel: Arc<Kernel>,
+    cache_bytes: usize,
+    options: Options,
+}
+
+impl Stencil {
+    /// Stencil over `kernel`, schemas compiled with the generation options.
+    pub fn new(kernel: Arc<Kernel>, cache_bytes: usize) -> Stencil {
+        Stencil {
+            kernel,
+            cache_bytes,
+            options: Options::generation(),
+        }
+    }
+}
+
+/// A session and the buffer its masks go to.
+pub struct Run {
+    session: Session<SchemaRecognizer>,
+    mask: FixedBitSet,
+}
+
+impl Engine for Stencil {
+    type Grammar = (Arc<Grammar>, MaskCache);
+    type Run = Run;
+
+    fn compile(&mut self, schema: &Value) -> Result<Self::Grammar> {
+        let g = Grammar::compile(schema, &self.options).map_err(|e| anyhow!("{e}"))?;
+        Ok((Arc::new(g), MaskCache::new(self.cache_bytes)))
+    }
+
+    fn start(&mut self, grammar: &mut Self::Grammar) -> Result<Run> {
+        let session = Session::new(
+            self.kernel.clone(),
+            SchemaRecognizer::new(grammar.0.clone()),
+        );
+        let mask = session.new_mask();
+        Ok(Run { session, mask })
+    }
+
+    fn mask(&mut self, grammar: &mut Self::Grammar, run: &mut Run) -> Result<()> {
+        run.session.mask(&mut grammar.1, &mut run.mask)?;
+        Ok(())
+    }
+
+    fn allows(&self, run: &Run, token: u32) -> bool {
+        run.mask.contains(token as usize)
+    }
+
+    fn allows_eos(&self, run: &Run) -> bool {
+        self.kernel
+            .eos()
+            .iter()
+            .any(|e| run.mask.contains(e.as_usize()))
+    }
+
+    fn commit(&mut self, _grammar: &mut Self::Grammar, run: &mut Run, token: u32) -> Result<()> {
+        let t = TokenId::new(token).context("token id out of range")?;
+        run.session.commit(t)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,266 @@
+//! `stencil maskbench`: compile each schema, replay each instance token by token, time masks.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow};
+use benches::corpus;
+use benches::stats::Summary;
+use generate::SchemaRecognizer;
+use mask_kernel::{Kernel, MaskCache, Recognizer, Session};
+use schema_compiler::{Grammar, Options};
+use serde_json::{Value, json};
+use vocab_index::{TokenId, TrieKind, Vocabulary};
+
+/// Arguments of `stencil maskbench`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The tokenizer (`tokenizer.json`; `tokenizer_config.json` next to it is read too).
+    #[arg(long)]
+    tokenizer: PathBuf,
+    /// Trie backend.
+    #[arg(long, default_value = "flat")]
+    backend: TrieKind,
+    /// Write the results as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Compile with validation options (any whitespace, any number notation) instead of the
+    /// generation defaults.
+    #[arg(long)]
+    validation: bool,
+    /// Mask cache capacity per schema, in MiB (0 disables caching).
+    #[arg(long, default_value_t = 64)]
+    cache_mib: usize,
+    /// MaskBench-form files (`{"schema", "tests"}`), Test-Suite files (arrays of them), or
+    /// directories of either.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+}
+
+/// Counters of a run.
+#[derive(Default)]
+struct Counts {
+    compiled: usize,
+    compile_errors: usize,
+    unsupported: usize,
+    valid_accepted: usize,
+    valid_rejected: usize,
+    invalid_rejected: usize,
+    invalid_accepted: usize,
+    masks: usize,
+}
+
+/// Replays one instance; returns Ok(true) when every token was allowed and end of sequence was
+/// allowed at the end.
+fn replay(
+    kernel: &Arc<Kernel>,
+    grammar: &Arc<Grammar>,
+    cache: &mut MaskCache,
+    tokens: &[TokenId],
+    mask_us: &mut Vec<f64>,
+) -> Result<bool> {
+    let mut session = Session::new(kernel.clone(), SchemaRecognizer::new(grammar.clone()));
+    let mut mask = session.new_mask();
+    for &t in tokens {
+        let start = Instant::now();
+        let r = session.mask(cache, &mut mask);
+        let us = start.elapsed().as_secs_f64() * 1e6;
+        mask_us.push(us);
+        if let Some(limit) = slow_limit()
+            && us > limit
+        {
+            let st = r.as_ref().ok();
+            eprintln!(
+                "slow mask {us:.0} µs: {} split={:?} nodes={:?} allowed={:?}",
+                session.recognizer().describe(),
+                st.map(|s| s.split),
+                st.map(|s| s.nodes),
+                st.map(|s| s.allowed)
+            );
+        }
+        match r {
+            Ok(_) => {}
+            Err(_) => return Ok(false),
+        }
+        if !mask.contains(t.as_usize()) {
+            return Ok(false);
+        }
+        if session.commit(t).is_err() {
+            return Err(anyhow!(
+                "token {} was in the mask but could not be committed",
+                t.as_u32()
+            ));
+        }
+    }
+    let start = Instant::now();
+    let r = session.mask(cache, &mut mask);
+    mask_us.push(start.elapsed().as_secs_f64() * 1e6);
+    Ok(r.is_ok() && kernel.eos().iter().any(|e| mask.contains(e.as_usize())))
+}
+
+/// `STENCIL_SLOW_MASK_US`: print the state of every mask slower than this.
+fn slow_limit() -> Option<f64> {
+    std::env::var("STENCIL_SLOW_MASK_US").ok()?.parse().ok()
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
+        .map_err(|e| anyhow!("cannot load {}: {e}", args.tokenizer.display()))?;
+    let config_path = args
+        .tokenizer
+        .with_file_name(vocab_index::TOKENIZER_CONFIG_FILE);
+    let config = config_path
+        .is_file()
+        .then(|| vocab_index::TokenizerConfig::from_file(&config_path))
+        .transpose()?;
+    let vocab = Arc::new(Vocabulary::from_tokenizer(&tokenizer, config.as_ref())?);
+    let t0 = Instant::now();
+    let kernel = Arc::new(Kernel::new(vocab.clone(), args.backend)?);
+    eprintln!(
+        "kernel: {} tokens, {} backend, built in {:.1} ms",
+        vocab.len(),
+        args.backend.name(),
+        t0.elapsed().as_secs_f64() * 1e3
+    );
+    let cases = corpus::load(&args.inputs)?;
+    let options = if args.validation {
+        Options::validation()
+    } else {
+        Options::generation()
+    };
+    let mut counts = Counts::default();
+    let mut mask_us = Vec::new();
+    let mut compile_ms = Vec::new();
+    let mut per_file = Vec::new();
+    let total = cases.len();
+    for (i, case) in cases.iter().enumerate() {
+        if (i + 1) % 50 == 0 || i + 1 == total {
+            eprintln!("[{}/{}] {}", i + 1, total, case.file);
+        }
+        let start = Instant::now();
+        let compiled = Grammar::compile(&case.schema, &options);
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        let grammar = match compiled {
+            Ok(g) => {
+                compile_ms.push(ms);
+                counts.compiled += 1;
+                Arc::new(g)
+            }
+            Err(e) => {
+                let status = if e.is_unsupported() {
+                    "unsupported"
+                } else {
+                    "compile_error"
+                };
+                if e.is_unsupported() {
+                    counts.unsupported += 1;
+                } else {
+                    counts.compile_errors += 1;
+                }
+                per_file.push(json!({"file": case.file, "status": status, "error": e.to_string(), "compile_ms": ms}));
+                continue;
+            }
+        };
+        let mut cache = MaskCache::new(args.cache_mib << 20);
+        let mut results = Vec::new();
+        let mut ok = true;
+        for inst in &case.tests {
+            let enc = tokenizer
+                .encode(inst.text.as_str(), false)
+                .map_err(|e| anyhow!("tokenizing an instance of {}: {e}", case.file))?;
+            let tokens: Vec<TokenId> = enc
+                .get_ids()
+                .iter()
+                .map(|&i| TokenId::new(i).context("token id out of range"))
+                .collect::<Result<_>>()?;
+            let before = mask_us.len();
+            let accepted = replay(&kernel, &grammar, &mut cache, &tokens, &mut mask_us)?;
+            counts.masks += mask_us.len() - before;
+            match (inst.valid, accepted) {
+                (true, true) => counts.valid_accepted += 1,
+                (true, false) => {
+                    counts.valid_rejected += 1;
+                    ok = false;
+                }
+                (false, false) => counts.invalid_rejected += 1,
+                (false, true) => {
+                    counts.invalid_accepted += 1;
+                    ok = false;
+                }
+            }
+            results
+                .push(json!({"valid": inst.valid, "accepted": accepted, "tokens": tokens.len()}));
+        }
+        let stats = cache.stats();
+        per_file.push(json!({
+            "file": case.file,
+            "status": if ok { "ok" } else { "mismatch" },
+            "compile_ms": ms,
+            "tests": results,
+            "cache": {"hits": stats.hits, "misses": stats.misses, "inside_hits": stats.inside_hits, "inside_misses": stats.inside_misses},
+        }));
+    }
+    let mask = Summary::of(&mut mask_us);
+    let compile = Summary::of(&mut compile_ms);
+    let out = json!({
+        "tokenizer": args.tokenizer.display().to_string(),
+        "backend": args.backend.name(),
+        "files": total,
+        "compiled": counts.compiled,
+        "compile_errors": counts.compile_errors,
+        "unsupported": counts.unsupported,
+        "valid_accepted": counts.valid_accepted,
+        "valid_rejected": counts.valid_rejected,
+        "invalid_rejected": counts.invalid_rejected,
+        "invalid_accepted": counts.invalid_accepted,
+        "masks": counts.masks,
+        "mask_us": {"p50": mask.p50, "p90": mask.p90, "p99": mask.p99, "p999": mask.p999, "max": mask.max, "mean": mask.mean},
+        "compile_ms": {"p50": compile.p50, "p90": compile.p90, "p99": compile.p99, "max": compile.max, "mean": compile.mean},
+        "per_file": per_file,
+    });
+    print_summary(&out);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&out)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn print_summary(out: &Value) {
+    let m = &out["mask_us"];
+    let c = &out["compile_ms"];
+    eprintln!(
+        "schemas {} compiled {} unsupported {} compile errors {}",
+        out["files"], out["compiled"], out["unsupported"], out["compile_errors"]
+    );
+    eprintln!(
+        "valid accepted {} rejected {}; invalid rejected {} accepted {}",
+        out["valid_accepted"],
+        out["valid_rejected"],
+        out["invalid_rejected"],
+        out["invalid_accepted"]
+    );
+    eprintln!(
+        "masks {}: p50 {:.1} µs, p90 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}, mean {:.1}",
+        out["masks"],
+        f(&m["p50"]),
+        f(&m["p90"]),
+        f(&m["p99"]),
+        f(&m["p999"]),
+        f(&m["max"]),
+        f(&m["mean"])
+    );
+    eprintln!(
+        "compile: p50 {:.2} ms, p90 {:.2}, p99 {:.2}, max {:.2}, mean {:.2}",
+        f(&c["p50"]),
+        f(&c["p90"]),
+        f(&c["p99"]),
+        f(&c["max"]),
+        f(&c["mean"])
+    );
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}

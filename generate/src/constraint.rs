@@ -1,0 +1,70 @@
+//! The JSON Schema constraint: a [`Matcher`] seen through the mask kernel's [`Recognizer`].
+
+use std::sync::Arc;
+
+use mask_kernel::{Inside, Recognizer, Split};
+use schema_compiler::{Grammar, LexemeSplit, Matcher};
+
+/// A schema's matcher as a byte-level recognizer for the mask kernel.
+#[derive(Debug, Clone)]
+pub struct SchemaRecognizer {
+    matcher: Matcher,
+}
+
+impl SchemaRecognizer {
+    /// A recognizer at the start of a document of `grammar`.
+    pub fn new(grammar: Arc<Grammar>) -> SchemaRecognizer {
+        SchemaRecognizer {
+            matcher: Matcher::new(grammar),
+        }
+    }
+
+    /// The underlying matcher.
+    pub fn matcher(&self) -> &Matcher {
+        &self.matcher
+    }
+}
+
+impl Recognizer for SchemaRecognizer {
+    #[inline]
+    fn try_push_byte(&mut self, byte: u8) -> bool {
+        self.matcher.try_push_byte(byte)
+    }
+
+    #[inline]
+    fn pop_bytes(&mut self, n: usize) {
+        self.matcher.pop_bytes(n)
+    }
+
+    fn is_accepting(&self) -> bool {
+        self.matcher.is_accepting()
+    }
+
+    fn state_key(&self, key: &mut Vec<u32>) -> bool {
+        self.matcher.state_key(key);
+        true
+    }
+
+    fn describe(&self) -> String {
+        self.matcher.describe()
+    }
+
+    fn split(&self, key: &mut Vec<u32>) -> Option<Split> {
+        Some(match self.matcher.split(key)? {
+            LexemeSplit::StringContent { budget, close } => Split {
+                boundary: b'"',
+                inside: Inside::StringContent { budget },
+                close,
+            },
+            LexemeSplit::Walk => Split {
+                boundary: b'"',
+                inside: Inside::Walk,
+                close: None,
+            },
+        })
+    }
+
+    fn set_lexeme_only(&mut self, on: bool) {
+        self.matcher.set_lexeme_only(on)
+    }
+}

@@ -1,0 +1,179 @@
+//! The per-vocabulary tables: tries and precomputed token sets, shared by every session.
+
+use std::sync::Arc;
+
+use fixedbitset::FixedBitSet;
+use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
+
+use crate::string_content::string_content;
+
+/// Everything the kernel precomputes for one vocabulary. Immutable and `Send + Sync`: build it
+/// once per tokenizer and share it (`Arc`) between sessions and threads.
+#[derive(Debug)]
+pub struct Kernel {
+    vocab: Arc<Vocabulary>,
+    /// Every token a grammar can produce (not special, not empty).
+    trie: AnyIndex,
+    /// The tokens containing `"`: the only ones that can leave a string.
+    quote_trie: AnyIndex,
+    /// The distinct byte strings that follow the first `"` of a token whose bytes before it
+    /// are plain string content (id = index into `close_tokens`); empty suffixes excluded.
+    close_trie: AnyIndex,
+    /// Per suffix: (code points before the quote, token), sorted by code points.
+    close_tokens: Vec<Vec<(u32, TokenId)>>,
+    /// Tokens ending at their first `"` after plain content: (code points, token), sorted.
+    close_empty: Vec<(u32, TokenId)>,
+    /// Tokens with a `"` whose bytes before the first one contain a backslash.
+    escaped_quote_trie: AnyIndex,
+    /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
+    /// code points; the last entry holds them all.
+    by_budget: Vec<FixedBitSet>,
+    eos: Vec<TokenId>,
+}
+
+impl Kernel {
+    /// Builds the tables for `vocab` with the chosen trie backend.
+    ///
+    /// # Errors
+    ///
+    /// When a trie cannot be built (see [`vocab_index::FlatTrie::build`]).
+    pub fn new(vocab: Arc<Vocabulary>, kind: TrieKind) -> Result<Kernel, vocab_index::Error> {
+        let _span = tracing::debug_span!("kernel", tokens = vocab.len()).entered();
+        let trie = AnyIndex::new(kind, &vocab)?;
+        let quote_ids: Vec<TokenId> = vocab
+            .indexable_ids()
+            .filter(|&id| vocab.bytes(id).contains(&b'"'))
+            .collect();
+        let quote_trie = AnyIndex::build(kind, &vocab, quote_ids.iter().copied())?;
+        let mut by_suffix: std::collections::BTreeMap<&[u8], Vec<(u32, TokenId)>> =
+            std::collections::BTreeMap::new();
+        let mut escaped = Vec::new();
+        for &id in &quote_ids {
+            let bytes = vocab.bytes(id);
+            let q = bytes
+                .iter()
+                .position(|&b| b == b'"')
+                .expect("contains a quote");
+            let (p, s) = (&bytes[..q], &bytes[q + 1..]);
+            if p.contains(&b'\\') {
+                escaped.push(id);
+                continue;
+            }
+            // Plain content that ends on a character boundary; anything else cannot close a
+            // string.
+            if std::str::from_utf8(p).is_err() {
+                continue;
+            }
+            if let Some(cp) = string_content(p) {
+                by_suffix.entry(s).or_default().push((cp, id));
+            }
+        }
+        let mut close_empty = by_suffix.remove(&b""[..]).unwrap_or_default();
+        close_empty.sort_unstable();
+        let mut suffixes: Vec<&[u8]> = Vec::with_capacity(by_suffix.len());
+        let mut close_tokens = Vec::with_capacity(by_suffix.len());
+        for (s, mut toks) in by_suffix {
+            toks.sort_unstable();
+            suffixes.push(s);
+            close_tokens.push(toks);
+        }
+        let suffix_vocab = Vocabulary::new(suffixes.iter().copied(), [])?;
+        let close_trie = AnyIndex::new(kind, &suffix_vocab)?;
+        let escaped_quote_trie = AnyIndex::build(kind, &vocab, escaped)?;
+        let n = vocab.len();
+        let mut lens: Vec<(u32, TokenId)> = vocab
+            .indexable_ids()
+            .filter_map(|id| string_content(vocab.bytes(id)).map(|c| (c, id)))
+            .collect();
+        lens.sort_unstable();
+        let max = lens.last().map_or(0, |&(c, _)| c) as usize;
+        let mut by_budget = Vec::with_capacity(max + 1);
+        let mut cur = FixedBitSet::with_capacity(n);
+        let mut i = 0;
+        for r in 0..=max as u32 {
+            while i < lens.len() && lens[i].0 <= r {
+                cur.insert(lens[i].1.as_usize());
+                i += 1;
+            }
+            by_budget.push(cur.clone());
+        }
+        let eos = vocab.eos_ids().to_vec();
+        Ok(Kernel {
+            vocab,
+            trie,
+            quote_trie,
+            close_trie,
+            close_tokens,
+            close_empty,
+            escaped_quote_trie,
+            by_budget,
+            eos,
+        })
+    }
+
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Arc<Vocabulary> {
+        &self.vocab
+    }
+
+    /// Length of a mask: the number of token ids.
+    pub fn mask_len(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// The trie of every producible token.
+    pub fn trie(&self) -> &AnyIndex {
+        &self.trie
+    }
+
+    /// The trie of the tokens containing `"`.
+    pub fn quote_trie(&self) -> &AnyIndex {
+        &self.quote_trie
+    }
+
+    /// The trie of suffixes after a token's first quote (see [`Split::close`]).
+    ///
+    /// [`Split::close`]: crate::Split::close
+    pub(crate) fn close_trie(&self) -> &AnyIndex {
+        &self.close_trie
+    }
+
+    /// Tokens by suffix id, with the code points before their quote.
+    pub(crate) fn close_tokens(&self, suffix: TokenId) -> &[(u32, TokenId)] {
+        &self.close_tokens[suffix.as_usize()]
+    }
+
+    /// Tokens that end at their first quote, with the code points before it.
+    pub(crate) fn close_empty(&self) -> &[(u32, TokenId)] {
+        &self.close_empty
+    }
+
+    /// The tokens whose content before the first quote has a backslash.
+    pub(crate) fn escaped_quote_trie(&self) -> &AnyIndex {
+        &self.escaped_quote_trie
+    }
+
+    /// The trie backend.
+    pub fn kind(&self) -> TrieKind {
+        self.trie.kind()
+    }
+
+    /// End-of-sequence ids.
+    pub fn eos(&self) -> &[TokenId] {
+        &self.eos
+    }
+
+    /// Tokens that are string content of at most `budget` code points (`None`: any length).
+    pub fn string_content(&self, budget: Option<u32>) -> &FixedBitSet {
+        let last = self.by_budget.len() - 1;
+        let i = budget.map_or(last, |b| (b as usize).min(last));
+        &self.by_budget[i]
+    }
+
+    /// Heap bytes of the tables (the vocabulary excluded).
+    pub fn memory_bytes(&self) -> usize {
+        self.trie.memory_bytes()
+            + self.quote_trie.memory_bytes()
+            + self.by_budget.iter().map(|b| b.len() / 8).sum::<usize>()
+    }
+}

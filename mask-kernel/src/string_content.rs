@@ -1,0 +1,154 @@
+//! JSON string content: which tokens can appear inside any string, and how long they are.
+//!
+//! A token is *string content* when its bytes, read from a character boundary outside an
+//! escape, never end the string (no unescaped `"`), contain no raw control character, use only
+//! valid escapes (`\"` `\\` `\/` `\b` `\f` `\n` `\r` `\t` `\uXXXX`, surrogates only in
+//! high-low pairs) and decode to valid UTF-8, except that the token may stop inside an escape
+//! or inside a multi-byte character. Its length is the number of code points it starts (an
+//! unfinished escape counts as the code point it will produce).
+
+/// The number of code points `bytes` starts if it is string content, else `None`.
+pub fn string_content(bytes: &[u8]) -> Option<u32> {
+    let mut decoded: Vec<u8> = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    let mut pending = 0u32;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match b {
+            b'"' => return None,
+            0..=0x1f => return None,
+            b'\\' => {
+                let rest = &bytes[i + 1..];
+                let Some(&e) = rest.first() else {
+                    pending = 1;
+                    break;
+                };
+                match e {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
+                        decoded.push(b'x');
+                        i += 2;
+                    }
+                    b'u' => match hex4(&rest[1..]) {
+                        Hex::Partial => {
+                            pending = 1;
+                            break;
+                        }
+                        Hex::Bad => return None,
+                        Hex::Value(u) if (0xDC00..0xE000).contains(&u) => return None,
+                        Hex::Value(u) if (0xD800..0xDC00).contains(&u) => {
+                            // Needs `\uDC00`..`\uDFFF` next.
+                            let after = &rest[5..];
+                            match after {
+                                [] | [b'\\'] | [b'\\', b'u'] => {
+                                    pending = 1;
+                                    break;
+                                }
+                                [b'\\', b'u', tail @ ..] => match hex4(tail) {
+                                    Hex::Partial => {
+                                        pending = 1;
+                                        break;
+                                    }
+                                    Hex::Value(lo) if (0xDC00..0xE000).contains(&lo) => {
+                                        decoded.extend_from_slice("😀".as_bytes());
+                                        i += 12;
+                                    }
+                                    _ => return None,
+                                },
+                                _ => return None,
+                            }
+                        }
+                        Hex::Value(u) => {
+                            let c = char::from_u32(u)?;
+                            let mut buf = [0u8; 4];
+                            decoded.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+                            i += 6;
+                        }
+                    },
+                    _ => return None,
+                }
+            }
+            _ => {
+                decoded.push(b);
+                i += 1;
+            }
+        }
+    }
+    match std::str::from_utf8(&decoded) {
+        Ok(_) => {}
+        Err(e) if e.error_len().is_none() => {}
+        Err(_) => return None,
+    }
+    let cps = decoded
+        .iter()
+        .filter(|&&b| !(0x80..0xC0).contains(&b))
+        .count() as u32;
+    Some(cps + pending)
+}
+
+enum Hex {
+    Value(u32),
+    Partial,
+    Bad,
+}
+
+fn hex4(b: &[u8]) -> Hex {
+    let mut v = 0u32;
+    for k in 0..4 {
+        match b.get(k) {
+            None => return Hex::Partial,
+            Some(&c) => match (c as char).to_digit(16) {
+                Some(h) => v = (v << 4) | h,
+                None => return Hex::Bad,
+            },
+        }
+    }
+    Hex::Value(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::string_content;
+
+    #[test]
+    fn classifies() {
+        assert_eq!(string_content(b"hello"), Some(5));
+        assert_eq!(string_content("héllo".as_bytes()), Some(5));
+        assert_eq!(string_content(b"a\""), None);
+        assert_eq!(string_content(b"\\\""), Some(1));
+        assert_eq!(string_content(b"\\n\\t"), Some(2));
+        assert_eq!(
+            string_content(b"\\"),
+            Some(1),
+            "an unfinished escape counts"
+        );
+        assert_eq!(string_content(b"\\u00"), Some(1));
+        assert_eq!(string_content(b"\\u00e9x"), Some(2));
+        assert_eq!(string_content(b"\\ud83d"), Some(1));
+        assert_eq!(string_content(b"\\ud83d\\ude00"), Some(1));
+        assert_eq!(
+            string_content(b"\\ud83dx"),
+            None,
+            "a high surrogate needs a low one"
+        );
+        assert_eq!(string_content(b"\\ude00"), None, "a lone low surrogate");
+        assert_eq!(string_content(b"\\x"), None);
+        assert_eq!(string_content(b"a\nb"), None);
+        assert_eq!(
+            string_content(b"\xe2\x82"),
+            Some(1),
+            "a started character counts"
+        );
+        assert_eq!(
+            string_content(b"\x82"),
+            None,
+            "a continuation byte cannot start"
+        );
+        assert_eq!(
+            string_content(b"\xc3\\n"),
+            None,
+            "an escape cannot finish a character"
+        );
+        assert_eq!(string_content(b"\xff"), None);
+        assert_eq!(string_content(b""), Some(0));
+    }
+}

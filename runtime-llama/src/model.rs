@@ -1,0 +1,313 @@
+//! [`LlamaModel`]: a GGUF model and its llama.cpp context behind [`generate::Model`].
+//!
+//! The model weights (memory-mapped) and the context that holds the KV cache live together in
+//! one value; the decode batch and the logits buffer are allocated once at load time and reused
+//! by every [`Model::forward`] call.
+
+use std::fmt;
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+
+use generate::{Model, ModelError};
+use llama_cpp_2::context::LlamaContext;
+use llama_cpp_2::context::params::LlamaContextParams;
+use llama_cpp_2::llama_batch::LlamaBatch;
+use llama_cpp_2::model::LlamaModel as RawModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::token::LlamaToken;
+
+use crate::backend;
+use crate::config::LlamaConfig;
+use crate::info::ModelInfo;
+use crate::vocab::GgufVocab;
+
+/// The only sequence this runtime uses in the KV cache.
+const SEQ: i32 = 0;
+
+self_cell::self_cell!(
+    /// The loaded weights and the context that borrows them.
+    struct Engine {
+        owner: RawModel,
+        #[covariant]
+        dependent: LlamaContext,
+    }
+);
+
+/// A GGUF model evaluated by llama.cpp on the CPU, with its own KV cache.
+///
+/// Implements [`generate::Model`]. The type is `Send` (move it to a worker thread) but not
+/// `Sync`: evaluation mutates the context. Several models may be loaded in one process.
+pub struct LlamaModel {
+    engine: Engine,
+    batch: LlamaBatch<'static>,
+    logits: Vec<f32>,
+    n_past: usize,
+    n_ctx: usize,
+    n_batch: usize,
+    info: ModelInfo,
+    config: LlamaConfig,
+    path: PathBuf,
+}
+
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<LlamaModel>();
+};
+
+impl LlamaModel {
+    /// Loads a GGUF file and creates a context for it.
+    ///
+    /// The context size is `config.n_ctx` capped at the model's training context; the batch
+    /// size is capped at the context size.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Load`] when the settings are invalid, the file is missing or unreadable,
+    /// llama.cpp rejects it, or the context cannot be created.
+    pub fn load(path: impl AsRef<Path>, config: LlamaConfig) -> Result<Self, ModelError> {
+        let path = path.as_ref();
+        let load_error = |reason: String| ModelError::Load {
+            path: path.display().to_string(),
+            reason,
+        };
+        config.validate().map_err(load_error)?;
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => return Err(load_error("not a file".to_owned())),
+            Err(err) => return Err(load_error(err.to_string())),
+        }
+        let _span = tracing::info_span!("llama_load", path = %path.display()).entered();
+
+        let backend = backend::lock(config.effective_log()).map_err(load_error)?;
+        let raw = RawModel::load_from_file(&backend, path, &LlamaModelParams::default()).map_err(
+            |err| load_error(format!("llama.cpp cannot load it as a GGUF model: {err}")),
+        )?;
+
+        let n_vocab = usize::try_from(raw.n_vocab())
+            .ok()
+            .filter(|&n| n > 0)
+            .ok_or_else(|| load_error("the model has no vocabulary".to_owned()))?;
+        let n_ctx_train = raw.n_ctx_train();
+        let n_ctx = if n_ctx_train == 0 {
+            config.n_ctx
+        } else {
+            config.n_ctx.min(n_ctx_train)
+        };
+        let n_batch = config.n_batch.min(n_ctx);
+        let info = read_info(&raw, n_vocab);
+
+        // `validate` bounded every value by i32::MAX, so these conversions cannot fail.
+        let as_i32 = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
+        let params = LlamaContextParams::default()
+            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_batch(n_batch)
+            .with_n_ubatch(n_batch)
+            .with_n_threads(as_i32(config.n_threads))
+            .with_n_threads_batch(as_i32(config.n_threads_batch))
+            // Keep every position of sliding-window layers so `truncate` can roll back to any
+            // point, not only within the window.
+            .with_swa_full(true)
+            .with_no_perf(true);
+        let engine = Engine::try_new(raw, |raw| raw.new_context(&backend, params))
+            .map_err(|err| load_error(format!("cannot create a llama.cpp context: {err}")))?;
+        drop(backend);
+
+        let n_ctx = usize::try_from(engine.borrow_dependent().n_ctx())
+            .map_err(|_| load_error("context size does not fit in memory".to_owned()))?;
+        let n_batch = usize::try_from(n_batch)
+            .map_err(|_| load_error("batch size does not fit in memory".to_owned()))?;
+        tracing::debug!(%info, n_ctx, n_batch, "loaded model");
+        Ok(Self {
+            engine,
+            batch: LlamaBatch::new(n_batch, 1),
+            logits: vec![0.0; n_vocab],
+            n_past: 0,
+            n_ctx,
+            n_batch,
+            info,
+            config,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// What the GGUF metadata says about the model.
+    #[must_use]
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    /// The model's own vocabulary (tokenizer facts from the GGUF file).
+    #[must_use]
+    pub fn vocab(&self) -> GgufVocab<'_> {
+        GgufVocab::new(self.engine.borrow_owner().vocab(), self.info.n_vocab)
+    }
+
+    /// The settings the model was loaded with.
+    #[must_use]
+    pub fn config(&self) -> &LlamaConfig {
+        &self.config
+    }
+
+    /// The GGUF file the model was loaded from.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Largest number of tokens handed to llama.cpp per decode call.
+    #[must_use]
+    pub fn batch_size(&self) -> usize {
+        self.n_batch
+    }
+
+    /// Checks a forward call before anything is evaluated.
+    fn check(&self, tokens: &[u32]) -> Result<(), ModelError> {
+        if tokens.is_empty() {
+            return Err(ModelError::Runtime(
+                "forward needs at least one token".to_owned(),
+            ));
+        }
+        let needed = self.n_past.saturating_add(tokens.len());
+        if needed > self.n_ctx {
+            return Err(ModelError::ContextOverflow {
+                needed,
+                capacity: self.n_ctx,
+            });
+        }
+        let n_vocab = self.info.n_vocab;
+        if let Some(&id) = tokens.iter().find(|&&id| !in_vocab(id, n_vocab)) {
+            return Err(ModelError::BadToken {
+                id,
+                vocab_size: n_vocab,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Whether `id` indexes a vocabulary of `n_vocab` tokens.
+pub(crate) fn in_vocab(id: u32, n_vocab: usize) -> bool {
+    usize::try_from(id).is_ok_and(|id| id < n_vocab)
+}
+
+impl Model for LlamaModel {
+    fn vocab_size(&self) -> usize {
+        self.info.n_vocab
+    }
+
+    fn context_size(&self) -> usize {
+        self.n_ctx
+    }
+
+    fn n_past(&self) -> usize {
+        self.n_past
+    }
+
+    fn forward(&mut self, tokens: &[u32]) -> Result<&[f32], ModelError> {
+        self.check(tokens)?;
+        let start = self.n_past;
+        let (batch, logits, n_batch) = (&mut self.batch, &mut self.logits, self.n_batch);
+        self.engine.with_dependent_mut(|_, ctx| {
+            let result = evaluate(ctx, batch, tokens, start, n_batch, logits);
+            if result.is_err() {
+                // Drop whatever part of the call reached the cache, so that the cache still
+                // holds exactly the first `start` positions. Failing to do so leaves no worse
+                // state than the evaluation error already reported.
+                let _ = ctx.kv_cache_seq_rm(SEQ, u32::try_from(start).ok(), None);
+            }
+            result
+        })?;
+        self.n_past = start + tokens.len();
+        Ok(&self.logits)
+    }
+
+    fn truncate(&mut self, n_past: usize) -> Result<(), ModelError> {
+        if n_past >= self.n_past {
+            return Ok(());
+        }
+        // n_past < self.n_past <= n_ctx, which llama.cpp holds in a u32.
+        let from = u32::try_from(n_past)
+            .map_err(|_| ModelError::Runtime(format!("position {n_past} exceeds u32")))?;
+        self.engine
+            .with_dependent_mut(|_, ctx| ctx.kv_cache_seq_rm(SEQ, Some(from), None))
+            .map_err(|err| {
+                ModelError::Runtime(format!("cannot truncate the KV cache to {n_past}: {err}"))
+            })?;
+        self.n_past = n_past;
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("{}; context {}", self.info, self.n_ctx)
+    }
+}
+
+/// Evaluates `tokens` at positions `start..` in chunks of `n_batch`, requesting logits only
+/// for the last token, and copies them into `logits`.
+fn evaluate(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch<'static>,
+    tokens: &[u32],
+    start: usize,
+    n_batch: usize,
+    logits: &mut [f32],
+) -> Result<(), ModelError> {
+    let runtime = ModelError::Runtime;
+    let last = tokens.len() - 1;
+    for (chunk_index, chunk) in tokens.chunks(n_batch).enumerate() {
+        batch.clear();
+        let offset = chunk_index * n_batch;
+        for (i, &id) in chunk.iter().enumerate() {
+            let index = offset + i;
+            // Ids were checked against the vocabulary and positions against the context size,
+            // both of which llama.cpp holds in an i32.
+            let token =
+                i32::try_from(id).map_err(|_| runtime(format!("token id {id} exceeds i32")))?;
+            let pos = i32::try_from(start + index)
+                .map_err(|_| runtime(format!("position {} exceeds i32", start + index)))?;
+            batch
+                .add(LlamaToken::new(token), pos, &[SEQ], index == last)
+                .map_err(|err| runtime(err.to_string()))?;
+        }
+        ctx.decode(batch)
+            .map_err(|err| runtime(format!("llama.cpp decode failed: {err}")))?;
+    }
+    let out = ctx.get_logits_ith(batch.n_tokens() - 1);
+    if out.len() != logits.len() {
+        return Err(runtime(format!(
+            "llama.cpp returned {} logits for a vocabulary of {}",
+            out.len(),
+            logits.len()
+        )));
+    }
+    logits.copy_from_slice(out);
+    Ok(())
+}
+
+/// Reads [`ModelInfo`] from the GGUF metadata and the loaded tensors.
+fn read_info(raw: &RawModel, n_vocab: usize) -> ModelInfo {
+    let meta = |key: &str| raw.meta_val_str(key).ok().filter(|value| !value.is_empty());
+    ModelInfo {
+        architecture: meta("general.architecture").unwrap_or_else(|| "unknown".to_owned()),
+        name: meta("general.name"),
+        n_params: raw.n_params(),
+        size_bytes: raw.size(),
+        file_type: meta("general.file_type").and_then(|value| value.trim().parse().ok()),
+        n_vocab,
+        n_ctx_train: usize::try_from(raw.n_ctx_train()).unwrap_or(usize::MAX),
+        n_layer: raw.n_layer(),
+        n_embd: u32::try_from(raw.n_embd()).unwrap_or(0),
+    }
+}
+
+impl fmt::Debug for LlamaModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LlamaModel")
+            .field("path", &self.path)
+            .field("info", &self.info)
+            .field("n_ctx", &self.n_ctx)
+            .field("n_batch", &self.n_batch)
+            .field("n_past", &self.n_past)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,282 @@
+//! The thin subcommands (`test`, `lint`, `ci`, `demo`, `bench`) as lists of steps: fetch
+//! assets, then cargo commands run from the repository root. Adding a test step or a benchmark
+//! is one entry in a list here.
+
+use std::ffi::OsString;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+use crate::Layout;
+use crate::assets::{self, Asset};
+
+/// One step of a subcommand.
+pub enum Step {
+    /// Fetch (or just verify) these assets, as `cargo xtask fetch-assets --only …` would.
+    FetchAssets(&'static [Asset]),
+    /// A cargo command, run from the repository root.
+    Cargo {
+        /// What the step is for, printed before it runs.
+        title: &'static str,
+        /// The arguments after `cargo`.
+        args: Vec<OsString>,
+    },
+}
+
+fn cargo<I, S>(title: &'static str, args: I) -> Step
+where
+    I: IntoIterator<Item = S>,
+    S: Into<OsString>,
+{
+    Step::Cargo {
+        title,
+        args: args.into_iter().map(Into::into).collect(),
+    }
+}
+
+/// `cargo xtask test`: every test of the workspace.
+pub fn test() -> Vec<Step> {
+    vec![
+        Step::FetchAssets(Asset::ALL),
+        cargo(
+            "tests of every target",
+            ["test", "--workspace", "--all-targets"],
+        ),
+        cargo("doc tests", ["test", "--workspace", "--doc"]),
+    ]
+}
+
+/// `cargo xtask lint`: formatting and clippy.
+pub fn lint() -> Vec<Step> {
+    vec![
+        cargo("formatting", ["fmt", "--all", "--check"]),
+        cargo(
+            "clippy",
+            [
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+    ]
+}
+
+/// `cargo xtask ci`: lint, then exactly the steps of `cargo xtask test`.
+pub fn ci() -> Vec<Step> {
+    let mut steps = lint();
+    steps.extend(test());
+    steps
+}
+
+/// `cargo xtask demo`: for now the vocabulary index's `inspect` example on the llama3
+/// tokenizer; it becomes constrained generation with the default model.
+pub fn demo(layout: &Layout) -> Vec<Step> {
+    let tokenizer = layout.assets.join("tokenizers/llama3/tokenizer.json");
+    let mut args: Vec<OsString> = [
+        "run",
+        "--release",
+        "-p",
+        "vocab-index",
+        "--example",
+        "inspect",
+        "--",
+    ]
+    .map(OsString::from)
+    .into();
+    args.push(tokenizer.into_os_string());
+    vec![
+        Step::FetchAssets(Asset::ALL),
+        Step::Cargo {
+            title: "vocab-index inspect example on the llama3 tokenizer",
+            args,
+        },
+    ]
+}
+
+/// A criterion benchmark that `cargo xtask bench <name>` runs.
+pub struct Bench {
+    /// The name on the command line.
+    pub name: &'static str,
+    /// One line for `--help`.
+    pub about: &'static str,
+    /// The package holding the bench target.
+    pub package: &'static str,
+    /// The `[[bench]]` target.
+    pub target: &'static str,
+    /// The assets it reads.
+    pub assets: &'static [Asset],
+}
+
+/// Every benchmark `cargo xtask bench` knows.
+pub const BENCHES: &[Bench] = &[
+    Bench {
+        name: "vocab",
+        about: "the vocabulary index over the real tokenizers",
+        package: "benches",
+        target: "vocab",
+        assets: &[Asset::Tokenizers],
+    },
+    Bench {
+        name: "sampler",
+        about: "one sampling call per strategy, vocabulary size and mask density",
+        package: "benches",
+        target: "sampler",
+        assets: &[],
+    },
+    Bench {
+        name: "masks",
+        about: "stencil, llguidance and outlines-core masks side by side (args: `-- --help`)",
+        package: "benches",
+        target: "masks",
+        assets: &[Asset::Tokenizers],
+    },
+];
+
+/// `cargo xtask bench <name> [-- extra]`.
+pub fn bench(name: &str, extra: &[String]) -> Result<Vec<Step>> {
+    let Some(bench) = BENCHES.iter().find(|b| b.name == name) else {
+        let known: Vec<_> = BENCHES.iter().map(|b| b.name).collect();
+        bail!("unknown benchmark `{name}`; known: {}", known.join(", "));
+    };
+    let mut args: Vec<OsString> = ["bench", "-p", bench.package, "--bench", bench.target]
+        .map(OsString::from)
+        .into();
+    if !extra.is_empty() {
+        args.push("--".into());
+        args.extend(extra.iter().map(OsString::from));
+    }
+    let mut steps = Vec::with_capacity(2);
+    if !bench.assets.is_empty() {
+        steps.push(Step::FetchAssets(bench.assets));
+    }
+    steps.push(Step::Cargo {
+        title: bench.name,
+        args,
+    });
+    Ok(steps)
+}
+
+/// Runs `steps` in order, printing each with its duration; stops at the first failure.
+pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
+    let total = Instant::now();
+    let n = steps.len();
+    let mut times: Vec<(String, Duration)> = Vec::with_capacity(n);
+    for (i, step) in steps.iter().enumerate() {
+        let started = Instant::now();
+        let title = match step {
+            Step::FetchAssets(only) => {
+                println!("==> [{}/{n}] assets", i + 1);
+                assets::fetch(layout, only, false)?;
+                "assets".to_owned()
+            }
+            Step::Cargo { title, args } => {
+                let mut cmd = Command::new(cargo_program());
+                cmd.args(args)
+                    .current_dir(&layout.root)
+                    .env("STENCIL_ASSETS", &layout.assets);
+                // Where the user stood, for tools that take relative paths (cargo runs bench
+                // binaries from their package folder).
+                if let Ok(dir) = std::env::current_dir() {
+                    cmd.env("STENCIL_CALLER_DIR", dir);
+                }
+                let shown = std::iter::once("cargo".into())
+                    .chain(args.iter().map(|a| a.to_string_lossy()))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                println!("==> [{}/{n}] {title}: {shown}", i + 1);
+                let status = cmd
+                    .status()
+                    .with_context(|| format!("could not start `{shown}`"))?;
+                if !status.success() {
+                    bail!(
+                        "step {}/{n} ({title}) failed: `{shown}` exited with {status}",
+                        i + 1
+                    );
+                }
+                (*title).to_owned()
+            }
+        };
+        let took = started.elapsed();
+        println!("<== [{}/{n}] {title}: {:.1}s", i + 1, took.as_secs_f64());
+        times.push((title, took));
+    }
+    if n > 1 {
+        let parts: Vec<String> = times
+            .iter()
+            .map(|(t, d)| format!("{t} {:.1}s", d.as_secs_f64()))
+            .collect();
+        println!(
+            "all {n} steps passed in {:.1}s ({})",
+            total.elapsed().as_secs_f64(),
+            parts.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The cargo that runs xtask, so the same toolchain does the work.
+fn cargo_program() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(step: &Step) -> Vec<String> {
+        match step {
+            Step::Cargo { args, .. } => args.iter().map(|a| a.to_string_lossy().into()).collect(),
+            Step::FetchAssets(_) => vec!["<assets>".into()],
+        }
+    }
+
+    #[test]
+    fn ci_is_lint_then_test() {
+        let ci: Vec<_> = ci().iter().map(args).collect();
+        let mut expected: Vec<_> = lint().iter().map(args).collect();
+        expected.extend(test().iter().map(args));
+        assert_eq!(ci, expected);
+        assert_eq!(
+            test().iter().map(args).next(),
+            Some(vec!["<assets>".to_owned()])
+        );
+    }
+
+    #[test]
+    fn bench_passes_extra_arguments_after_a_separator() {
+        let steps = bench("vocab", &["--save-baseline".into(), "main".into()]).unwrap();
+        assert_eq!(
+            args(&steps[1]),
+            [
+                "bench",
+                "-p",
+                "benches",
+                "--bench",
+                "vocab",
+                "--",
+                "--save-baseline",
+                "main"
+            ]
+        );
+        assert_eq!(args(&bench("vocab", &[]).unwrap()[1]).len(), 5);
+        // A benchmark without assets does not fetch any (an empty list would mean all).
+        assert_eq!(args(&bench("sampler", &[]).unwrap()[0])[0], "bench");
+        let err = bench("nope", &[]).err().unwrap().to_string();
+        assert!(err.contains("vocab"), "{err}");
+    }
+
+    #[test]
+    fn bench_names_are_unique() {
+        for (i, a) in BENCHES.iter().enumerate() {
+            assert!(
+                BENCHES[i + 1..].iter().all(|b| b.name != a.name),
+                "{}",
+                a.name
+            );
+        }
+    }
+}
