@@ -1,6 +1,7 @@
 //! `stencil`: constrained generation, mask benchmarks, tool calling and an OpenAI-compatible
 //! server, from the command line.
 
+mod generate;
 mod maskbench;
 
 use clap::{Parser, Subcommand};
@@ -15,6 +16,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generates text that follows a JSON Schema.
+    Generate(generate::Args),
     /// Replays test instances token by token and times every mask.
     Maskbench(maskbench::Args),
 }
@@ -22,6 +25,7 @@ enum Command {
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Generate(args) => generate::run(args),
         Command::Maskbench(args) => maskbench::run(args),
     }
 }

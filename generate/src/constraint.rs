@@ -64,6 +64,10 @@ impl Recognizer for SchemaRecognizer {
         })
     }
 
+    fn completion(&mut self, max_len: usize) -> Option<Vec<u8>> {
+        self.matcher.completion(max_len)
+    }
+
     fn set_lexeme_only(&mut self, on: bool) {
         self.matcher.set_lexeme_only(on)
     }

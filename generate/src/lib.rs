@@ -1,8 +1,31 @@
 //! Constrained decoding wired behind model, tokenizer, constraint and sampler traits.
+//!
+//! `generate` turns a prompt and a JSON Schema into text that follows the schema:
+//!
+//! 1. the prompt is rendered with the tokenizer's chat template ([`ChatTemplate`], Jinja via
+//!    `minijinja`), or used as plain text for base models; the schema is put into a
+//!    `#!JSON_SCHEMA!#` placeholder or appended as an instruction ([`SchemaInPrompt`]);
+//! 2. the schema is compiled once ([`schema_compiler::Grammar`], cached with its mask cache);
+//! 3. the decode loop asks the [`Model`] for logits, the mask kernel for the allowed tokens,
+//!    masks the logits, samples ([`sampler::Sampler`]), commits, and streams UTF-8 safe text;
+//!    bytes the schema forces are fed without sampling, and near the token budget the
+//!    shortest valid completion closes the document.
+//!
+//! The [`Generator`] works with any [`Model`] (the `runtime-llama` and `runtime-mlx` crates
+//! provide them) and any [`mask_kernel::Recognizer`] as constraint.
 #![warn(missing_docs)]
 
 pub mod constraint;
+pub mod engine;
+pub mod error;
 pub mod model;
+pub mod stream;
+pub mod template;
+pub mod tokenizer;
 
 pub use constraint::SchemaRecognizer;
+pub use engine::{GenerateOptions, Generator, Output, Prompt, Request, StopReason, Timing};
+pub use error::GenerateError;
 pub use model::{Model, ModelError};
+pub use template::{ChatTemplate, Message, SCHEMA_PLACEHOLDER, SchemaInPrompt};
+pub use tokenizer::Tokenizer;

@@ -170,6 +170,35 @@ impl Kernel {
         &self.by_budget[i]
     }
 
+    /// Splits `bytes` into producible tokens, longest match first. `None` when some byte
+    /// sequence is not covered by any token (cannot happen with byte-level or byte-fallback
+    /// vocabularies).
+    pub fn longest_tokens(&self, bytes: &[u8]) -> Option<Vec<TokenId>> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            let mut node = self.trie.root();
+            let mut best = None;
+            let mut j = i;
+            while j < bytes.len() {
+                match self.trie.child(node, bytes[j]) {
+                    Some(n) => {
+                        node = n;
+                        j += 1;
+                        if let Some(id) = self.trie.tokens_at(node).next() {
+                            best = Some((id, j));
+                        }
+                    }
+                    None => break,
+                }
+            }
+            let (id, end) = best?;
+            out.push(id);
+            i = end;
+        }
+        Some(out)
+    }
+
     /// Heap bytes of the tables (the vocabulary excluded).
     pub fn memory_bytes(&self) -> usize {
         self.trie.memory_bytes()

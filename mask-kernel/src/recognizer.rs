@@ -39,6 +39,13 @@ pub trait Recognizer {
         None
     }
 
+    /// A short byte sequence that completes the document from the current state (state left
+    /// unchanged), or `None` when none is known. Used to end generation validly when a token
+    /// budget runs out.
+    fn completion(&mut self, _max_len: usize) -> Option<Vec<u8>> {
+        None
+    }
+
     /// Turns lexeme-only mode on or off. While on, `try_push_byte` refuses every byte that
     /// would end the current lexeme (a boundary byte outside an escape).
     fn set_lexeme_only(&mut self, _on: bool) {}

@@ -463,9 +463,7 @@ impl<'o> Builder<'o> {
             self.empty
         } else if op == 1 && da.is_empty() {
             y
-        } else if op == 1 && db.is_empty() {
-            x
-        } else if op == 2 && db.is_empty() {
+        } else if (op == 1 || op == 2) && db.is_empty() {
             x
         } else {
             let res = match op {
@@ -1259,11 +1257,11 @@ impl<'o> Builder<'o> {
                     matched = true;
                 }
             }
-            if declared.is_none() && !matched {
-                match additional {
-                    Some(a) => parts.push(a),
-                    None => {}
-                }
+            if declared.is_none()
+                && !matched
+                && let Some(a) = additional
+            {
+                parts.push(a);
             }
             lit_member.push(self.conj(parts)?);
         }

@@ -76,6 +76,8 @@ pub struct Dfa {
     /// Per state index, computed on first use: [`UNIVERSAL`] and [`FREE`] flags for string
     /// content (see [`Dfa::string_flags`]).
     univ: OnceLock<Box<[u8]>>,
+    /// Per state index, computed on first use: a byte on a shortest path to acceptance.
+    toward: OnceLock<Box<[Option<u8>]>>,
 }
 
 /// Flag of [`Dfa::string_flags`]: every JSON string content keeps the state live.
@@ -504,6 +506,7 @@ impl Dfa {
             match_sets: Vec::new(),
             start: DEAD,
             univ: OnceLock::new(),
+            toward: OnceLock::new(),
         }
     }
 
@@ -596,6 +599,7 @@ impl Dfa {
             match_sets: self.match_sets,
             start,
             univ: OnceLock::new(),
+            toward: OnceLock::new(),
         }
     }
 
@@ -661,7 +665,7 @@ impl Dfa {
             let (live, free) = self.universality(|s| s != DEAD, |s| s != DEAD && self.is_final(s));
             live.iter()
                 .zip(&free)
-                .map(|(&l, &f)| l as u8 * UNIVERSAL | f as u8 * FREE)
+                .map(|(&l, &f)| (l as u8 * UNIVERSAL) | (f as u8 * FREE))
                 .collect()
         });
         flags[self.index(state)]
@@ -731,6 +735,55 @@ impl Dfa {
             .map(|si| si != 0 && !bad_free[pair(si, us)])
             .collect();
         (live, free)
+    }
+
+    /// A byte that starts a shortest path from `state` to acceptance (printable ASCII
+    /// preferred), `None` when `state` accepts already or is dead.
+    pub fn toward_final(&self, state: u32) -> Option<u8> {
+        let table = self.toward.get_or_init(|| {
+            let n = self.num_states();
+            let mut dist = vec![u32::MAX; n];
+            let mut rev: Vec<Vec<(u32, u8)>> = vec![Vec::new(); n];
+            let reps = self.class_reps();
+            for i in 1..n {
+                let s = i as u32 * self.stride;
+                for c in 0..self.stride as usize {
+                    // Prefer a printable ASCII byte of the class, else its first byte.
+                    let b = (0x20u8..0x7f)
+                        .find(|&b| self.classes[b as usize] as usize == c)
+                        .or_else(|| {
+                            reps.iter()
+                                .copied()
+                                .find(|&b| self.classes[b as usize] as usize == c)
+                        });
+                    let Some(b) = b else { continue };
+                    let t = self.next(s, b);
+                    if t != DEAD {
+                        rev[self.index(t)].push((i as u32, b));
+                    }
+                }
+            }
+            let mut queue = std::collections::VecDeque::new();
+            for (i, d) in dist.iter_mut().enumerate().skip(1) {
+                if self.finals[i] != NO_MATCH {
+                    *d = 0;
+                    queue.push_back(i);
+                }
+            }
+            let mut best: Vec<Option<u8>> = vec![None; n];
+            while let Some(t) = queue.pop_front() {
+                for &(s, b) in &rev[t] {
+                    let s = s as usize;
+                    if dist[s] == u32::MAX {
+                        dist[s] = dist[t] + 1;
+                        best[s] = Some(b);
+                        queue.push_back(s);
+                    }
+                }
+            }
+            best.into_boxed_slice()
+        });
+        table[self.index(state)]
     }
 
     /// Whether the DFA accepts `bytes`.
@@ -905,6 +958,7 @@ impl RawBuilder {
             match_sets,
             start: stride,
             univ: OnceLock::new(),
+            toward: OnceLock::new(),
         })
     }
 }

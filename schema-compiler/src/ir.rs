@@ -460,11 +460,8 @@ impl<'o> Lowering<'o> {
             return s.clone();
         }
         let mut p = loc.1.clone();
-        loop {
-            match p.rfind('/') {
-                Some(i) => p.truncate(i),
-                None => break,
-            }
+        while let Some(i) = p.rfind('/') {
+            p.truncate(i);
             if let Some((base, draft)) = self.scope.get(&(loc.0, p.clone())).cloned() {
                 // Index the subtree now so anchors and ids below are known.
                 let _ = self.index(loc.0, loc.1.clone(), base.clone(), draft);

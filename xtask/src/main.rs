@@ -50,6 +50,17 @@ enum Cmd {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Run the conformance suites (JSON-Schema-Test-Suite, JSONSchemaBench sample) in release
+    /// mode: a table per suite, unsupported keywords, false verdicts, and a comparison with the
+    /// baselines in schema-compiler/baselines/.
+    Conformance {
+        /// Also write the totals per suite as JSON to this file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
+        /// Rewrite the baselines from this run.
+        #[arg(long)]
+        update_baselines: bool,
+    },
     /// Check formatting and run clippy with warnings denied.
     Lint,
     /// What CI runs: `lint`, then the steps of `test`.
@@ -119,6 +130,24 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Test => steps::run(&layout, &steps::test()),
         Cmd::Demo => steps::run(&layout, &steps::demo(&layout)),
         Cmd::Bench { name, args } => steps::run(&layout, &steps::bench(&name, &args)?),
+        Cmd::Conformance {
+            json,
+            update_baselines,
+        } => {
+            // Relative to where the user stands, not to the repository root cargo runs in.
+            let json = match json {
+                Some(p) => Some(
+                    std::env::current_dir()
+                        .context("reading the current directory")?
+                        .join(p),
+                ),
+                None => None,
+            };
+            steps::run(
+                &layout,
+                &steps::conformance(json.as_deref(), update_baselines),
+            )
+        }
         Cmd::Lint => steps::run(&layout, &steps::lint()),
         Cmd::Ci => steps::run(&layout, &steps::ci()),
     }
@@ -144,6 +173,28 @@ mod tests {
         assert_eq!(only, [Asset::Model, Asset::TestSuite]);
         assert!(!force);
         assert!(Cli::try_parse_from(["xtask", "fetch-assets", "--only", "weights"]).is_err());
+    }
+
+    #[test]
+    fn conformance_takes_a_json_file_and_an_update_flag() {
+        let cli = Cli::try_parse_from(["xtask", "conformance", "--json", "out.json"]).unwrap();
+        let Cmd::Conformance {
+            json,
+            update_baselines,
+        } = cli.command
+        else {
+            panic!("wrong command")
+        };
+        assert_eq!(json, Some(PathBuf::from("out.json")));
+        assert!(!update_baselines);
+        let cli = Cli::try_parse_from(["xtask", "conformance", "--update-baselines"]).unwrap();
+        assert!(matches!(
+            cli.command,
+            Cmd::Conformance {
+                json: None,
+                update_baselines: true
+            }
+        ));
     }
 
     #[test]

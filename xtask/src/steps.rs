@@ -1,8 +1,9 @@
-//! The thin subcommands (`test`, `lint`, `ci`, `demo`, `bench`) as lists of steps: fetch
+//! The thin subcommands (`test`, `lint`, `ci`, `demo`, `bench`, `conformance`) as lists of steps: fetch
 //! assets, then cargo commands run from the repository root. Adding a test step or a benchmark
 //! is one entry in a list here.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -44,6 +45,37 @@ pub fn test() -> Vec<Step> {
             ["test", "--workspace", "--all-targets"],
         ),
         cargo("doc tests", ["test", "--workspace", "--doc"]),
+    ]
+}
+
+/// `cargo xtask conformance`: the schema compiler's `conformance` example in release mode,
+/// which runs every suite and compares it with `schema-compiler/baselines/`. The ratchet test
+/// (`schema-compiler/tests/conformance.rs`) is part of `cargo xtask test`.
+pub fn conformance(json: Option<&Path>, update_baselines: bool) -> Vec<Step> {
+    let mut args: Vec<OsString> = [
+        "run",
+        "--release",
+        "-p",
+        "schema-compiler",
+        "--example",
+        "conformance",
+        "--",
+    ]
+    .map(OsString::from)
+    .into();
+    if let Some(file) = json {
+        args.push("--json".into());
+        args.push(file.as_os_str().to_owned());
+    }
+    if update_baselines {
+        args.push("--update-baselines".into());
+    }
+    vec![
+        Step::FetchAssets(&[Asset::TestSuite]),
+        Step::Cargo {
+            title: "conformance suites",
+            args,
+        },
     ]
 }
 
@@ -267,6 +299,28 @@ mod tests {
         assert_eq!(args(&bench("sampler", &[]).unwrap()[0])[0], "bench");
         let err = bench("nope", &[]).err().unwrap().to_string();
         assert!(err.contains("vocab"), "{err}");
+    }
+
+    #[test]
+    fn conformance_runs_the_example_in_release_mode() {
+        let steps = conformance(Some(Path::new("/tmp/c.json")), true);
+        assert_eq!(args(&steps[0]), ["<assets>"]);
+        assert_eq!(
+            args(&steps[1]),
+            [
+                "run",
+                "--release",
+                "-p",
+                "schema-compiler",
+                "--example",
+                "conformance",
+                "--",
+                "--json",
+                "/tmp/c.json",
+                "--update-baselines"
+            ]
+        );
+        assert_eq!(args(&conformance(None, false)[1]).len(), 7);
     }
 
     #[test]

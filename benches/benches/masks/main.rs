@@ -88,7 +88,10 @@ struct Args {
     /// Only the schemas whose file name contains this.
     #[arg(long)]
     filter: Option<String>,
-    /// Only the first N schemas (after `--filter`).
+    /// Only every K-th schema (after `--filter`): a subset spread over the whole corpus.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    every: u64,
+    /// Only the first N schemas (after `--filter` and `--every`).
     #[arg(long)]
     limit: Option<usize>,
     /// Run as the outlines-core worker (internal).
@@ -183,7 +186,7 @@ fn run_engine<E: Engine>(
 }
 
 fn progress(name: &str, i: usize, n: usize, t0: &Instant) {
-    if (i + 1) % 100 == 0 || i + 1 == n {
+    if (i + 1).is_multiple_of(100) || i + 1 == n {
         eprintln!(
             "{name}: [{}/{n}] {:.1} s",
             i + 1,
@@ -228,6 +231,10 @@ fn main() -> Result<()> {
         .with_context(|| format!("loading the corpus at {}", corpus_dir.display()))?;
     if let Some(f) = &args.filter {
         cases.retain(|c| c.file.contains(f.as_str()));
+    }
+    if args.every > 1 {
+        let k = args.every as usize;
+        cases = cases.into_iter().step_by(k).collect();
     }
     if let Some(n) = args.limit {
         cases.truncate(n);

@@ -1,0 +1,187 @@
+//! `stencil generate`: constrained generation from the command line.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow};
+use generate::{GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, Tokenizer};
+use runtime_llama::{LlamaConfig, LlamaModel};
+use serde_json::Value;
+
+/// Where assets live: `$STENCIL_ASSETS`, else `./assets`.
+pub fn assets_dir() -> PathBuf {
+    std::env::var_os("STENCIL_ASSETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("assets"))
+}
+
+/// The default model and tokenizer under the assets directory.
+pub fn default_model() -> PathBuf {
+    assets_dir().join("models/gemma-3-270m-q4_k_m.gguf")
+}
+
+/// The tokenizer matching the default model.
+pub fn default_tokenizer() -> PathBuf {
+    assets_dir().join("tokenizers/gemma3/tokenizer.json")
+}
+
+/// Model and tokenizer arguments shared by the commands that run a model.
+#[derive(clap::Args, Clone)]
+pub struct ModelArgs {
+    /// GGUF model (default: the Gemma 3 270M model fetched by `cargo xtask fetch-assets`).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// `tokenizer.json` matching the model (default: the Gemma 3 tokenizer).
+    #[arg(long)]
+    pub tokenizer: Option<PathBuf>,
+    /// Context size in tokens.
+    #[arg(long, default_value_t = 4096)]
+    pub ctx: u32,
+    /// Threads for llama.cpp (default: what measures best on this machine).
+    #[arg(long)]
+    pub threads: Option<u32>,
+}
+
+impl ModelArgs {
+    /// Loads the model and tokenizer into a generator.
+    pub fn load(&self) -> Result<Generator<LlamaModel>> {
+        let model_path = self.model.clone().unwrap_or_else(default_model);
+        let tok_path = self.tokenizer.clone().unwrap_or_else(default_tokenizer);
+        if !model_path.is_file() {
+            return Err(anyhow!(
+                "model file {} not found (run `cargo xtask fetch-assets`, or pass --model)",
+                model_path.display()
+            ));
+        }
+        let tokenizer = Arc::new(Tokenizer::from_file(&tok_path)?);
+        let mut config = LlamaConfig::default().with_n_ctx(self.ctx);
+        if let Some(t) = self.threads {
+            config = config.with_threads(t, t);
+        }
+        let model = LlamaModel::load(&model_path, config)
+            .with_context(|| format!("loading {}", model_path.display()))?;
+        Ok(Generator::new(model, tokenizer)?)
+    }
+}
+
+/// Arguments of `stencil generate`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// JSON Schema: a file path or inline JSON. Without it, generation is unconstrained.
+    #[arg(long)]
+    schema: Option<String>,
+    /// The user prompt.
+    #[arg(long)]
+    prompt: String,
+    /// A system message.
+    #[arg(long)]
+    system: Option<String>,
+    /// Plain completion: no chat template, the prompt as raw text.
+    #[arg(long)]
+    raw: bool,
+    /// Do not put the schema into the prompt (unless a `#!JSON_SCHEMA!#` placeholder asks).
+    #[arg(long)]
+    no_schema_in_prompt: bool,
+    /// Sampling temperature (0: greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temp: f32,
+    /// Nucleus sampling.
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f32,
+    /// Seed of the sampler.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 512)]
+    max_tokens: usize,
+    /// Write one JSON line per decoding step here.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Print the result and statistics as JSON on stdout instead of streaming text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Reads a schema given as a path or as inline JSON.
+pub fn read_schema(s: &str) -> Result<Value> {
+    let text = if s.trim_start().starts_with('{')
+        || s.trim_start().starts_with('[')
+        || s.trim() == "true"
+        || s.trim() == "false"
+    {
+        s.to_string()
+    } else {
+        std::fs::read_to_string(s).with_context(|| format!("reading schema file {s}"))?
+    };
+    serde_json::from_str(&text).with_context(|| format!("schema is not valid JSON: {s}"))
+}
+
+pub fn run(args: Args) -> Result<()> {
+    let schema = args.schema.as_deref().map(read_schema).transpose()?;
+    let mut generator = args.model.load()?;
+    if let Some(path) = &args.trace {
+        let f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        generator.set_trace(Some(Box::new(std::io::BufWriter::new(f))));
+    }
+    let prompt = if args.raw {
+        Prompt::Text(args.prompt.clone())
+    } else {
+        let mut messages = Vec::new();
+        if let Some(s) = &args.system {
+            messages.push(Message::new("system", s.clone()));
+        }
+        messages.push(Message::new("user", args.prompt.clone()));
+        Prompt::Chat(messages)
+    };
+    let mut options = GenerateOptions {
+        max_tokens: args.max_tokens,
+        seed: args.seed,
+        ..GenerateOptions::default()
+    };
+    options.sampler.temperature = args.temp;
+    options.sampler.top_p = args.top_p;
+    let request = Request {
+        prompt,
+        schema,
+        schema_in_prompt: if args.no_schema_in_prompt {
+            SchemaInPrompt::PlaceholderOnly
+        } else {
+            SchemaInPrompt::Auto
+        },
+        options,
+    };
+    let mut stdout = std::io::stdout().lock();
+    let json = args.json;
+    let out = generator.generate(&request, &mut |piece| {
+        if !json {
+            let _ = stdout.write_all(piece.as_bytes());
+            let _ = stdout.flush();
+        }
+        true
+    })?;
+    drop(stdout);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!();
+    }
+    let t = &out.timing;
+    eprintln!(
+        "stop: {:?}, complete: {}, prompt {} tokens in {:.0} ms, {} tokens ({} forced) in {:.0} ms = {:.1} tokens/s, mask {:.1} µs/token, compile {:.2} ms",
+        out.stop,
+        out.complete,
+        out.prompt_tokens,
+        t.prompt_ms,
+        out.completion_tokens,
+        out.forced_tokens,
+        t.decode_ms,
+        t.tokens_per_s,
+        t.mask_us_mean,
+        t.compile_ms
+    );
+    Ok(())
+}

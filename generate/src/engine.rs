@@ -1,0 +1,591 @@
+//! The decode loop: prompt, constraint, mask, sample, commit, stream.
+
+use std::io::Write;
+use std::num::NonZeroUsize;
+use std::sync::Arc;
+use std::time::Instant;
+
+use lru::LruCache;
+use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session, apply};
+use sampler::{Sampler, SamplerConfig};
+use schema_compiler::{Grammar, Options};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use vocab_index::{TokenId, TrieKind};
+
+use crate::constraint::SchemaRecognizer;
+use crate::error::GenerateError;
+use crate::model::Model;
+use crate::stream::Utf8Stream;
+use crate::template::{Message, SchemaInPrompt, inject_schema};
+use crate::tokenizer::Tokenizer;
+
+/// Knobs of one generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GenerateOptions {
+    /// Most tokens to generate (forced tokens included).
+    pub max_tokens: usize,
+    /// Sampling.
+    pub sampler: SamplerConfig,
+    /// Seed of the sampler: the same seed, model and prompt give the same text.
+    pub seed: u64,
+    /// Stop when the text contains one of these (unconstrained generation).
+    pub stop: Vec<String>,
+    /// Feed bytes the constraint forces (like `{"name":"`) to the model without sampling.
+    pub fast_forward: bool,
+    /// Near `max_tokens`, end with the shortest valid completion instead of cutting the
+    /// document off.
+    pub close_at_budget: bool,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            max_tokens: 512,
+            sampler: SamplerConfig {
+                temperature: 0.0,
+                ..SamplerConfig::default()
+            },
+            seed: 0,
+            stop: Vec::new(),
+            fast_forward: true,
+            close_at_budget: true,
+        }
+    }
+}
+
+/// What to generate from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prompt {
+    /// Raw text for plain completion (the tokenizer adds its prefix, e.g. BOS).
+    Text(String),
+    /// Chat messages, rendered with the tokenizer's chat template (or joined as plain text when
+    /// it has none).
+    Chat(Vec<Message>),
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model chose end of sequence (or end of turn).
+    Eos,
+    /// The constrained document was complete and nothing but end of sequence could follow.
+    Complete,
+    /// The token budget was nearly spent: the shortest valid completion was appended.
+    BudgetClosed,
+    /// The token budget ran out before the document could be completed: the text is
+    /// truncated and is not a valid document.
+    MaxTokens,
+    /// A stop string was produced (it is not included in the text).
+    Stop,
+    /// The caller asked to stop (the text callback returned `false`).
+    Cancelled,
+}
+
+/// Timings of one generation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    /// Compiling the schema (0 when it came from the cache).
+    pub compile_ms: f64,
+    /// Evaluating the prompt.
+    pub prompt_ms: f64,
+    /// Generating (model, masks, sampling).
+    pub decode_ms: f64,
+    /// Generated tokens per second of decoding.
+    pub tokens_per_s: f64,
+    /// Mean time to compute a mask.
+    pub mask_us_mean: f64,
+    /// Total time in masks.
+    pub mask_ms_total: f64,
+}
+
+/// The result of a generation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Output {
+    /// The generated text.
+    pub text: String,
+    /// Tokens in the prompt.
+    pub prompt_tokens: usize,
+    /// Tokens generated (forced ones included).
+    pub completion_tokens: usize,
+    /// Of those, how many were forced by the constraint.
+    pub forced_tokens: usize,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// For constrained generation: whether the text is a complete valid document.
+    pub complete: bool,
+    /// Timings.
+    pub timing: Timing,
+}
+
+/// A generation request.
+#[derive(Debug, Clone)]
+pub struct Request {
+    /// The prompt.
+    pub prompt: Prompt,
+    /// Constrain the output to this JSON Schema.
+    pub schema: Option<Value>,
+    /// How the schema is put into chat messages.
+    pub schema_in_prompt: SchemaInPrompt,
+    /// Options.
+    pub options: GenerateOptions,
+}
+
+impl Request {
+    /// A chat request with default options.
+    pub fn chat(messages: Vec<Message>) -> Request {
+        Request {
+            prompt: Prompt::Chat(messages),
+            schema: None,
+            schema_in_prompt: SchemaInPrompt::default(),
+            options: GenerateOptions::default(),
+        }
+    }
+
+    /// Sets the schema.
+    pub fn with_schema(mut self, schema: Value) -> Request {
+        self.schema = Some(schema);
+        self
+    }
+}
+
+/// A compiled schema and its mask cache, kept across requests.
+struct Compiled {
+    grammar: Arc<Grammar>,
+    cache: MaskCache,
+}
+
+/// Writes one JSON line per decoding step.
+pub type TraceSink = Box<dyn Write + Send>;
+
+/// Generation with one model and one tokenizer: compiled schemas and their mask caches are
+/// reused across requests, and so is the model's KV cache for a shared prompt prefix.
+pub struct Generator<M: Model> {
+    model: M,
+    tokenizer: Arc<Tokenizer>,
+    kernel: Arc<Kernel>,
+    options: Options,
+    grammars: LruCache<String, Compiled>,
+    /// Tokens whose keys and values are in the model's cache.
+    in_cache: Vec<u32>,
+    /// Logits buffer: the model's logits, padded with `-inf` to cover every token id.
+    logits: Vec<f32>,
+    /// Tokens made only of whitespace.
+    whitespace: FixedBitSet,
+    /// Ids past the model's logits (special tokens the model does not have).
+    trace: Option<TraceSink>,
+}
+
+impl<M: Model> std::fmt::Debug for Generator<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generator")
+            .field("model", &self.model.describe())
+            .field("vocab", &self.tokenizer.vocab().len())
+            .field("grammars", &self.grammars.len())
+            .finish()
+    }
+}
+
+const MASK_CACHE_BYTES: usize = 64 << 20;
+
+impl<M: Model> Generator<M> {
+    /// Pairs `model` with `tokenizer`, checking that their vocabularies agree.
+    pub fn new(model: M, tokenizer: Arc<Tokenizer>) -> Result<Generator<M>, GenerateError> {
+        let vocab = tokenizer.vocab().clone();
+        let n_logits = model.vocab_size();
+        if n_logits < vocab.len() {
+            // Tolerate only special tokens past the model's embedding (e.g. multimodal
+            // placeholders a text model does not have).
+            let extra: Vec<u32> = (n_logits..vocab.len())
+                .filter(|&i| TokenId::new(i as u32).is_some_and(|t| !vocab.is_special(t)))
+                .map(|i| i as u32)
+                .collect();
+            if !extra.is_empty() || vocab.len() - n_logits > 1024 {
+                return Err(GenerateError::VocabMismatch {
+                    model: n_logits,
+                    tokenizer: vocab.len(),
+                    detail: format!(
+                        "{} ordinary token ids past the model's logits, e.g. {:?}",
+                        extra.len(),
+                        &extra[..extra.len().min(5)]
+                    ),
+                });
+            }
+        }
+        let kernel = Arc::new(
+            Kernel::new(vocab.clone(), TrieKind::Flat)
+                .map_err(|e| GenerateError::Tokenizer(e.to_string()))?,
+        );
+        let mut whitespace = FixedBitSet::with_capacity(vocab.len());
+        for (id, bytes) in vocab.iter() {
+            if !bytes.is_empty()
+                && !vocab.is_special(id)
+                && bytes
+                    .iter()
+                    .all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            {
+                whitespace.insert(id.as_usize());
+            }
+        }
+        let len = n_logits.max(vocab.len());
+        Ok(Generator {
+            model,
+            tokenizer,
+            kernel,
+            options: Options::generation(),
+            grammars: LruCache::new(NonZeroUsize::new(32).expect("non-zero")),
+            in_cache: Vec::new(),
+            logits: vec![f32::NEG_INFINITY; len],
+            whitespace,
+            trace: None,
+        })
+    }
+
+    /// Compile options used for schemas (default: [`Options::generation`]).
+    pub fn set_compile_options(&mut self, options: Options) {
+        self.options = options;
+        self.grammars.clear();
+    }
+
+    /// Writes a JSON line per decoding step to `sink` (allowed-token count, forced or sampled,
+    /// cache hit, mask time).
+    pub fn set_trace(&mut self, sink: Option<TraceSink>) {
+        self.trace = sink;
+    }
+
+    /// The tokenizer.
+    pub fn tokenizer(&self) -> &Arc<Tokenizer> {
+        &self.tokenizer
+    }
+
+    /// The mask kernel.
+    pub fn kernel(&self) -> &Arc<Kernel> {
+        &self.kernel
+    }
+
+    /// The model.
+    pub fn model(&self) -> &M {
+        &self.model
+    }
+
+    /// Compiles `schema` (or takes it from the cache); returns the compile time in ms.
+    pub fn compile(&mut self, schema: &Value) -> Result<(Arc<Grammar>, f64), GenerateError> {
+        let key = schema.to_string();
+        if let Some(c) = self.grammars.get(&key) {
+            return Ok((c.grammar.clone(), 0.0));
+        }
+        let t = Instant::now();
+        let grammar = Arc::new(Grammar::compile(schema, &self.options)?);
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        self.grammars.put(
+            key,
+            Compiled {
+                grammar: grammar.clone(),
+                cache: MaskCache::new(MASK_CACHE_BYTES),
+            },
+        );
+        Ok((grammar, ms))
+    }
+
+    /// Renders and tokenizes a prompt.
+    pub fn prompt_tokens(
+        &self,
+        prompt: &Prompt,
+        schema: Option<&Value>,
+        schema_in_prompt: &SchemaInPrompt,
+        tools: Option<&Value>,
+    ) -> Result<Vec<TokenId>, GenerateError> {
+        match prompt {
+            Prompt::Text(text) => self.tokenizer.encode(text, true),
+            Prompt::Chat(messages) => {
+                let mut messages = messages.clone();
+                if let Some(schema) = schema {
+                    inject_schema(&mut messages, schema, schema_in_prompt);
+                }
+                match self.tokenizer.chat_template() {
+                    Some(t) => {
+                        let text = t.render(&messages, true, tools)?;
+                        self.tokenizer.encode(&text, false)
+                    }
+                    None => {
+                        let text = messages
+                            .iter()
+                            .map(|m| m.content.as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n\n");
+                        self.tokenizer.encode(&format!("{text}\n"), true)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs a request, calling `on_text` with each new piece of text; `on_text` returns
+    /// `false` to cancel (for example when a client disconnects).
+    pub fn generate(
+        &mut self,
+        request: &Request,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Output, GenerateError> {
+        let prompt = self.prompt_tokens(
+            &request.prompt,
+            request.schema.as_ref(),
+            &request.schema_in_prompt,
+            None,
+        )?;
+        match &request.schema {
+            Some(schema) => {
+                let (grammar, compile_ms) = self.compile(schema)?;
+                let key = schema.to_string();
+                let mut compiled = self.grammars.pop(&key).expect("just compiled");
+                let session =
+                    Session::new(self.kernel.clone(), SchemaRecognizer::new(grammar.clone()));
+                let r = self.run(
+                    &prompt,
+                    Some((session, &mut compiled.cache)),
+                    &request.options,
+                    on_text,
+                );
+                self.grammars.put(key, compiled);
+                let mut out = r?;
+                out.timing.compile_ms = compile_ms;
+                Ok(out)
+            }
+            None => self.run::<SchemaRecognizer>(&prompt, None, &request.options, on_text),
+        }
+    }
+
+    /// Evaluates `prompt`, reusing the longest prefix already in the model's cache.
+    fn prefill(&mut self, prompt: &[TokenId]) -> Result<(), GenerateError> {
+        let ids: Vec<u32> = prompt.iter().map(|t| t.as_u32()).collect();
+        if ids.len() >= self.model.context_size() {
+            return Err(GenerateError::PromptTooLong {
+                prompt: ids.len(),
+                context: self.model.context_size(),
+            });
+        }
+        let common = self
+            .in_cache
+            .iter()
+            .zip(&ids)
+            .take_while(|(a, b)| a == b)
+            .count();
+        // At least the last prompt token is evaluated, for its logits.
+        let keep = common.min(ids.len().saturating_sub(1));
+        self.model.truncate(keep)?;
+        self.in_cache.truncate(keep);
+        let logits = self.model.forward(&ids[keep..])?;
+        self.logits[..logits.len()].copy_from_slice(logits);
+        self.in_cache.extend_from_slice(&ids[keep..]);
+        Ok(())
+    }
+
+    fn feed(&mut self, tokens: &[TokenId]) -> Result<(), GenerateError> {
+        let ids: Vec<u32> = tokens.iter().map(|t| t.as_u32()).collect();
+        if self.in_cache.len() + ids.len() > self.model.context_size() {
+            return Err(GenerateError::Model(
+                crate::model::ModelError::ContextOverflow {
+                    needed: self.in_cache.len() + ids.len(),
+                    capacity: self.model.context_size(),
+                },
+            ));
+        }
+        let logits = self.model.forward(&ids)?;
+        self.logits[..logits.len()].copy_from_slice(logits);
+        self.in_cache.extend_from_slice(&ids);
+        Ok(())
+    }
+
+    fn trace_line(&mut self, line: Value) {
+        if let Some(t) = &mut self.trace {
+            let _ = writeln!(t, "{line}");
+        }
+    }
+
+    /// The decode loop over a prompt, with an optional constraint.
+    pub fn run<R: Recognizer>(
+        &mut self,
+        prompt: &[TokenId],
+        mut constraint: Option<(Session<R>, &mut MaskCache)>,
+        opts: &GenerateOptions,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Output, GenerateError> {
+        let vocab = self.tokenizer.vocab().clone();
+        let t0 = Instant::now();
+        self.prefill(prompt)?;
+        let prompt_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let t1 = Instant::now();
+        let mut sampler = Sampler::new(opts.sampler.clone(), opts.seed)?;
+        sampler.reserve(self.logits.len());
+        let mut history: Vec<u32> = Vec::new();
+        let mut stream = Utf8Stream::default();
+        let mut text = String::new();
+        let mut mask = FixedBitSet::with_capacity(vocab.len());
+        let mut mask_ms = 0.0;
+        let mut masks = 0usize;
+        let mut forced = 0usize;
+        let mut step = 0usize;
+        let n_logits = self.model.vocab_size();
+        let mut cancelled = false;
+        let stop;
+        macro_rules! emit {
+            ($tokens:expr) => {{
+                for &t in $tokens {
+                    let piece = stream.push(vocab.bytes(t));
+                    if !piece.is_empty() {
+                        cancelled |= !on_text(&piece);
+                        text.push_str(&piece);
+                    }
+                }
+            }};
+        }
+        loop {
+            if cancelled {
+                stop = StopReason::Cancelled;
+                break;
+            }
+            let remaining = opts.max_tokens.saturating_sub(history.len());
+            if remaining == 0 {
+                stop = StopReason::MaxTokens;
+                break;
+            }
+            if let Some((session, cache)) = constraint.as_mut() {
+                // Near the budget: finish with the shortest valid completion.
+                if opts.close_at_budget
+                    && remaining <= 64
+                    && let Some(bytes) = session.recognizer_mut().completion(1024)
+                    && let Some(tokens) = self.kernel.longest_tokens(&bytes)
+                    && tokens.len() + 1 >= remaining
+                    && tokens.len() <= remaining
+                {
+                    for &t in &tokens {
+                        session.commit(t)?;
+                    }
+                    emit!(&tokens);
+                    history.extend(tokens.iter().map(|t| t.as_u32()));
+                    forced += tokens.len();
+                    self.trace_line(json!({"step": step, "closing": tokens.len()}));
+                    stop = if cancelled {
+                        StopReason::Cancelled
+                    } else {
+                        StopReason::BudgetClosed
+                    };
+                    break;
+                }
+                if opts.fast_forward {
+                    let bytes = session.forced_bytes(256);
+                    if !bytes.is_empty()
+                        && let Some(mut tokens) = self.kernel.longest_tokens(&bytes)
+                    {
+                        tokens.truncate(remaining);
+                        for &t in &tokens {
+                            session.commit(t)?;
+                        }
+                        emit!(&tokens);
+                        history.extend(tokens.iter().map(|t| t.as_u32()));
+                        forced += tokens.len();
+                        self.trace_line(json!({"step": step, "forced": tokens.len(),
+                            "text": String::from_utf8_lossy(&bytes)}));
+                        step += 1;
+                        self.feed(&tokens)?;
+                        continue;
+                    }
+                }
+                let t = Instant::now();
+                let stats = session.mask(cache, &mut mask)?;
+                let us = t.elapsed().as_secs_f64() * 1e6;
+                mask_ms += us / 1e3;
+                masks += 1;
+                // Complete document, and nothing but whitespace or end of sequence can follow.
+                if session.is_accepting() {
+                    let mut rest = mask.clone();
+                    rest.difference_with(&self.whitespace);
+                    for e in self.kernel.eos() {
+                        rest.set(e.as_usize(), false);
+                    }
+                    if rest.is_clear() {
+                        stop = StopReason::Complete;
+                        break;
+                    }
+                }
+                apply(&mask, &mut self.logits)?;
+                let token = sampler.sample(&mut self.logits, &history)?;
+                let token = TokenId::new(token).expect("sampled inside the vocabulary");
+                session.commit(token)?;
+                self.trace_line(json!({"step": step, "token": token.as_u32(),
+                    "text": String::from_utf8_lossy(vocab.bytes(token)),
+                    "allowed": stats.allowed, "cache_hit": stats.cache_hit, "mask_us": us}));
+                step += 1;
+                if session.is_finished() {
+                    stop = StopReason::Eos;
+                    break;
+                }
+                emit!(&[token]);
+                history.push(token.as_u32());
+                self.feed(&[token])?;
+            } else {
+                // Unconstrained: only ids the tokenizer knows.
+                for l in &mut self.logits[vocab.len().min(n_logits)..] {
+                    *l = f32::NEG_INFINITY;
+                }
+                let token = sampler.sample(&mut self.logits, &history)?;
+                let token = TokenId::new(token).expect("sampled inside the vocabulary");
+                self.trace_line(json!({"step": step, "token": token.as_u32(),
+                    "text": String::from_utf8_lossy(vocab.bytes(token))}));
+                step += 1;
+                if vocab.is_eos(token) || vocab.end_of_turn_ids().contains(&token) {
+                    stop = StopReason::Eos;
+                    break;
+                }
+                history.push(token.as_u32());
+                if !vocab.is_special(token) {
+                    emit!(&[token]);
+                }
+                if let Some(s) = opts.stop.iter().find(|s| text.contains(s.as_str())) {
+                    let at = text.find(s.as_str()).expect("found");
+                    text.truncate(at);
+                    stop = StopReason::Stop;
+                    break;
+                }
+                self.feed(&[token])?;
+            }
+        }
+        let tail = stream.finish();
+        if !tail.is_empty() {
+            on_text(&tail);
+            text.push_str(&tail);
+        }
+        let complete = match &constraint {
+            Some((session, _)) => session.is_accepting(),
+            None => stop != StopReason::MaxTokens,
+        };
+        let decode_ms = t1.elapsed().as_secs_f64() * 1e3;
+        let completion_tokens = history.len();
+        Ok(Output {
+            text,
+            prompt_tokens: prompt.len(),
+            completion_tokens,
+            forced_tokens: forced,
+            stop,
+            complete,
+            timing: Timing {
+                compile_ms: 0.0,
+                prompt_ms,
+                decode_ms,
+                tokens_per_s: if decode_ms > 0.0 {
+                    completion_tokens as f64 / (decode_ms / 1e3)
+                } else {
+                    0.0
+                },
+                mask_us_mean: if masks > 0 {
+                    mask_ms * 1e3 / masks as f64
+                } else {
+                    0.0
+                },
+                mask_ms_total: mask_ms,
+            },
+        })
+    }
+}

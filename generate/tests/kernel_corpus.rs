@@ -1,0 +1,275 @@
+//! Every instance of the JSONSchemaBench sample, replayed token by token under each real
+//! tokenizer's own tokenization (Llama 3, Qwen 3, Gemma 3, Llama 2).
+//!
+//! A valid instance must be accepted: before every token the mask allows it, the commit
+//! succeeds, and end of sequence is allowed at the end. An invalid instance must be rejected
+//! somewhere: a token outside the mask (its commit fails and the mask at that point excludes
+//! it) or no end of sequence at the end. Token by token and byte by byte (the matcher fed the
+//! whole text) must always agree; where the byte-level verdict itself differs from the data's
+//! `valid` flag, the case must be listed in [`KNOWN_DISAGREEMENTS`] with the reason (a ratchet:
+//! an unlisted disagreement fails, and so does a listed one that no longer occurs).
+//!
+//! Schemas that do not compile (unsupported keywords, limits) are skipped and printed with the
+//! reason. Run with `--nocapture` to see them and the per-tokenizer counts.
+
+mod kernel_support;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+use benches::corpus::{self, Instance};
+use kernel_support::{Tok, shared_data, tok};
+use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
+use schema_compiler::{Grammar, Matcher, Options};
+
+/// Instances whose verdict under the generation grammar differs from the data's `valid` flag,
+/// as (file name relative to the corpus, instance index, reason). The kernel is not involved:
+/// the matcher fed the bytes gives the same verdict.
+const KNOWN_DISAGREEMENTS: &[(&str, usize, &str)] = &[];
+
+struct Compiled {
+    file: String,
+    grammar: Arc<Grammar>,
+    tests: Vec<Instance>,
+}
+
+struct Corpus {
+    compiled: Vec<Compiled>,
+    /// (file, reason) of the schemas that do not compile.
+    skipped: Vec<(String, String)>,
+    /// (file, instance) whose byte-level verdict differs from `valid`.
+    disagreements: BTreeSet<(String, usize)>,
+}
+
+fn corpus() -> &'static Corpus {
+    static CORPUS: OnceLock<Corpus> = OnceLock::new();
+    CORPUS.get_or_init(|| {
+        let dir = shared_data().join("jsonschemabench-sample");
+        let cases = corpus::load(std::slice::from_ref(&dir)).expect("the corpus loads");
+        assert!(
+            cases.len() > 500,
+            "{} cases in {}",
+            cases.len(),
+            dir.display()
+        );
+        let prefix = format!("{}/", dir.display());
+        let mut compiled = Vec::new();
+        let mut skipped = Vec::new();
+        let mut disagreements = BTreeSet::new();
+        for case in cases {
+            let file = case
+                .file
+                .strip_prefix(&prefix)
+                .unwrap_or(&case.file)
+                .to_owned();
+            match Grammar::compile(&case.schema, &Options::generation()) {
+                Ok(g) => {
+                    let g = Arc::new(g);
+                    for (i, t) in case.tests.iter().enumerate() {
+                        if byte_verdict(&g, &t.text) != t.valid {
+                            disagreements.insert((file.clone(), i));
+                        }
+                    }
+                    compiled.push(Compiled {
+                        file,
+                        grammar: g,
+                        tests: case.tests,
+                    });
+                }
+                Err(e) => skipped.push((file, e.to_string())),
+            }
+        }
+        eprintln!(
+            "corpus: {} schemas compile, {} skipped:",
+            compiled.len(),
+            skipped.len()
+        );
+        for (file, reason) in &skipped {
+            eprintln!("  skipped {file}: {reason}");
+        }
+        Corpus {
+            compiled,
+            skipped,
+            disagreements,
+        }
+    })
+}
+
+/// Whether the matcher fed the whole text accepts it.
+fn byte_verdict(g: &Arc<Grammar>, text: &str) -> bool {
+    let mut m = Matcher::new(g.clone());
+    m.push_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+}
+
+/// How a replay ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Replay {
+    /// Every token allowed and committed, end of sequence allowed and committed.
+    Accepted,
+    /// Token `at` is outside the mask (and its commit failed).
+    Refused { at: usize },
+    /// Every token committed, but end of sequence is not allowed.
+    NoEnd,
+}
+
+/// Replays `ids`, with a mask before every token when `every_mask` (else only where a commit
+/// fails, and at the end). Panics when the mask and the commits disagree.
+fn replay(
+    tok: &Tok,
+    g: &Arc<Grammar>,
+    cache: &mut MaskCache,
+    ids: &[vocab_index::TokenId],
+    every_mask: bool,
+    what: &dyn Fn() -> String,
+) -> Replay {
+    let vocab = &tok.vocab;
+    let mut s = Session::new(tok.flat.clone(), generate::SchemaRecognizer::new(g.clone()));
+    let mut mask = FixedBitSet::new();
+    let mut masked = |s: &mut Session<_>, mask: &mut FixedBitSet| match s.mask(cache, mask) {
+        Ok(_) | Err(MaskError::EmptyMask { .. }) => {}
+        Err(e) => panic!("{}: mask: {e}", what()),
+    };
+    for (i, &id) in ids.iter().enumerate() {
+        if every_mask {
+            masked(&mut s, &mut mask);
+        }
+        match s.commit(id) {
+            Ok(()) => {
+                assert!(
+                    !every_mask || mask.contains(id.as_usize()),
+                    "{}: token {i} ({:?}) commits but is outside the mask",
+                    what(),
+                    String::from_utf8_lossy(vocab.bytes(id))
+                );
+            }
+            Err(MaskError::TokenNotAllowed { .. }) => {
+                if !every_mask {
+                    masked(&mut s, &mut mask);
+                }
+                assert!(
+                    !mask.contains(id.as_usize()),
+                    "{}: token {i} ({:?}) is in the mask but its commit fails",
+                    what(),
+                    String::from_utf8_lossy(vocab.bytes(id))
+                );
+                return Replay::Refused { at: i };
+            }
+            Err(e) => panic!("{}: token {i}: {e}", what()),
+        }
+    }
+    masked(&mut s, &mut mask);
+    let eos = vocab.eos_ids()[0];
+    let allowed = mask.contains(eos.as_usize());
+    assert_eq!(
+        allowed,
+        s.is_accepting(),
+        "{}: end of sequence in the mask iff the text is complete",
+        what()
+    );
+    assert_eq!(
+        s.commit(eos).is_ok(),
+        allowed,
+        "{}: committing end of sequence",
+        what()
+    );
+    if allowed {
+        Replay::Accepted
+    } else {
+        Replay::NoEnd
+    }
+}
+
+fn run(name: &'static str) {
+    let tok = tok(name);
+    let corpus = corpus();
+    let (mut accepted, mut refused, mut no_end) = (0, 0, 0);
+    let mut tokens = 0;
+    let mut failures = Vec::new();
+    for c in &corpus.compiled {
+        // One cache per grammar, shared by all its instances.
+        let mut cache = MaskCache::default();
+        for (i, t) in c.tests.iter().enumerate() {
+            let what = || format!("{name}: {} #{i} ({})", c.file, t.text);
+            let ids = tok.encode(&t.text);
+            let decoded = tok.decode(&ids);
+            if decoded != t.text.as_bytes() {
+                failures.push(format!(
+                    "{}: tokenization changes the text to {:?}",
+                    what(),
+                    String::from_utf8_lossy(&decoded)
+                ));
+                continue;
+            }
+            tokens += ids.len();
+            let r = replay(&tok, &c.grammar, &mut cache, &ids, t.valid, &what);
+            match r {
+                Replay::Accepted => accepted += 1,
+                Replay::Refused { .. } => refused += 1,
+                Replay::NoEnd => no_end += 1,
+            }
+            let bytes = byte_verdict(&c.grammar, &t.text);
+            if (r == Replay::Accepted) != bytes {
+                failures.push(format!(
+                    "{}: token by token {r:?}, byte by byte {}",
+                    what(),
+                    if bytes { "accepted" } else { "rejected" }
+                ));
+            }
+            let known = corpus.disagreements.contains(&(c.file.clone(), i));
+            if (r == Replay::Accepted) != t.valid && !known {
+                failures.push(format!(
+                    "{}: {} instance {r:?}",
+                    what(),
+                    if t.valid { "valid" } else { "invalid" }
+                ));
+            }
+        }
+    }
+    eprintln!(
+        "{name}: {} schemas ({} skipped), {accepted} accepted, {refused} refused at a token, \
+         {no_end} without end of sequence, {tokens} tokens",
+        corpus.compiled.len(),
+        corpus.skipped.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn known_disagreements_are_current() {
+    let corpus = corpus();
+    let listed: BTreeSet<(String, usize)> = KNOWN_DISAGREEMENTS
+        .iter()
+        .map(|&(f, i, _)| (f.to_owned(), i))
+        .collect();
+    let new: Vec<_> = corpus.disagreements.difference(&listed).collect();
+    let gone: Vec<_> = listed.difference(&corpus.disagreements).collect();
+    assert!(
+        new.is_empty() && gone.is_empty(),
+        "byte-level verdicts that differ from `valid`: new {new:?}, no longer occurring {gone:?}"
+    );
+}
+
+#[test]
+fn llama3_replays_the_corpus() {
+    run("llama3");
+}
+
+#[test]
+fn qwen3_replays_the_corpus() {
+    run("qwen3");
+}
+
+#[test]
+fn gemma3_replays_the_corpus() {
+    run("gemma3");
+}
+
+#[test]
+fn llama2_replays_the_corpus() {
+    run("llama2");
+}

@@ -1,0 +1,238 @@
+//! The kernel's fast paths never change a mask, on real tokenizers and the real schema compiler.
+//!
+//! For hand-written schemas covering each kind of lexeme and frame, at every prefix of a valid
+//! instance's compact text and along seeded random walks of allowed tokens, the mask computed
+//! with every fast path on (cached in a cache shared by all sessions of the grammar, in a tiny
+//! cache that evicts, uncached; flat and double-array tries) equals the mask with every fast
+//! path off and, at a chosen subset of states, the brute force (each token fed byte by byte to
+//! its own clone of a matcher fed the prefix).
+//!
+//! Llama 3 and Gemma 3 run everything; Qwen 3 and Llama 2 run a subset of the schemas. Set
+//! `STENCIL_KERNEL_BRUTE_ALL=1` to brute-force every state (slow: minutes).
+
+mod kernel_support;
+
+use std::sync::Arc;
+
+use generate::SchemaRecognizer;
+use kernel_support::cases::{Case, cases};
+use kernel_support::{Plain, Rng, Tok, brute_mask, diff, grammar, recognizer_at, tok};
+use mask_kernel::{FixedBitSet, MaskCache, MaskError, MaskStats, Session};
+use schema_compiler::Grammar;
+use vocab_index::TokenId;
+
+/// Per grammar and tokenizer: caches shared by every session, one per trie backend.
+struct Ctx {
+    tok: Arc<Tok>,
+    g: Arc<Grammar>,
+    what: String,
+    shared: [MaskCache; 2],
+    tiny: [MaskCache; 2],
+    states: usize,
+    brute: usize,
+}
+
+impl Ctx {
+    fn new(tok: Arc<Tok>, case: &Case) -> Ctx {
+        let tiny = tok.vocab.len().div_ceil(8) + 256;
+        Ctx {
+            what: format!("{} / {}", tok.name, case.name),
+            g: grammar(&case.schema),
+            tok,
+            shared: [MaskCache::default(), MaskCache::default()],
+            tiny: [MaskCache::new(tiny), MaskCache::new(tiny)],
+            states: 0,
+            brute: 0,
+        }
+    }
+
+    /// Checks every path at the state after `prefix`; `live` is a session that reached it by
+    /// committing tokens (its mask is checked too). Returns the expected mask.
+    fn check(
+        &mut self,
+        prefix: &[u8],
+        brute: bool,
+        live: Option<&mut Session<SchemaRecognizer>>,
+    ) -> FixedBitSet {
+        self.states += 1;
+        let vocab = self.tok.vocab.clone();
+        let at = || format!("{} after {:?}", self.what, String::from_utf8_lossy(prefix));
+        let mut want = FixedBitSet::new();
+        let mut slow = Session::new(self.tok.flat.clone(), Plain(recognizer_at(&self.g, prefix)));
+        let slow_r = slow.mask_uncached(&mut want);
+        if brute {
+            self.brute += 1;
+            let b = brute_mask(&self.g, &vocab, prefix);
+            assert!(
+                want == b,
+                "{}: slow path vs brute force: {}",
+                at(),
+                diff(&vocab, &want, &b)
+            );
+        }
+        if let Err(e) = &slow_r {
+            assert!(matches!(e, MaskError::EmptyMask { .. }), "{}: {e}", at());
+        }
+        let mut got = FixedBitSet::new();
+        let expect = |how: &str, r: Result<MaskStats, MaskError>, got: &FixedBitSet| match r {
+            Ok(_) => assert!(
+                *got == want,
+                "{}: {how}: {}",
+                at(),
+                diff(&vocab, got, &want)
+            ),
+            Err(MaskError::EmptyMask { .. }) => {
+                assert!(want.is_clear(), "{}: {how}: unexpected empty mask", at())
+            }
+            Err(e) => panic!("{}: {how}: {e}", at()),
+        };
+        let mut plain_da = Session::new(
+            self.tok.double_array.clone(),
+            Plain(recognizer_at(&self.g, prefix)),
+        );
+        let r = plain_da.mask_uncached(&mut got);
+        expect("slow path, double array", r, &got);
+        for (k, kernel) in self.tok.kernels().into_iter().enumerate() {
+            let kind = kernel.kind().name();
+            let mut s = Session::new(kernel.clone(), recognizer_at(&self.g, prefix));
+            let r = s.mask(&mut self.shared[k], &mut got);
+            expect(&format!("{kind}, shared cache"), r, &got);
+            let r = s.mask(&mut self.shared[k], &mut got);
+            assert!(
+                r.as_ref().map_or(true, |st| st.cache_hit),
+                "{}: the second mask of a state is a cache hit",
+                at()
+            );
+            expect(&format!("{kind}, shared cache, again"), r, &got);
+            let r = s.mask(&mut self.tiny[k], &mut got);
+            expect(&format!("{kind}, tiny cache"), r, &got);
+            let r = s.mask_uncached(&mut got);
+            expect(&format!("{kind}, uncached"), r, &got);
+            assert_eq!(
+                s.recognizer().matcher().len(),
+                prefix.len(),
+                "{}: restored",
+                at()
+            );
+        }
+        if let Some(live) = live {
+            let k = (live.kernel().kind() != self.tok.flat.kind()) as usize;
+            let r = live.mask(&mut self.shared[k], &mut got);
+            expect("the walking session, shared cache", r, &got);
+            let r = live.mask_uncached(&mut got);
+            expect("the walking session, uncached", r, &got);
+        }
+        want
+    }
+}
+
+fn brute_all() -> bool {
+    std::env::var_os("STENCIL_KERNEL_BRUTE_ALL").is_some_and(|v| v != "0" && !v.is_empty())
+}
+
+/// Every prefix of every valid instance (brute force at every `stride`-th), then `walks`
+/// seeded walks of `steps` random allowed tokens from random prefixes (brute force at the
+/// last state of each).
+fn run_case(
+    tok: &Arc<Tok>,
+    case: &Case,
+    stride: usize,
+    walks: u64,
+    steps: usize,
+) -> (usize, usize) {
+    let mut ctx = Ctx::new(tok.clone(), case);
+    let stride = if brute_all() { 1 } else { stride };
+    for text in case.valid {
+        let text = text.as_bytes();
+        for i in 0..=text.len() {
+            let brute = i % stride == 0 || i == text.len();
+            ctx.check(&text[..i], brute, None);
+        }
+        let mut m = FixedBitSet::new();
+        let mut s = Session::new(tok.flat.clone(), recognizer_at(&ctx.g, text));
+        s.mask_uncached(&mut m).unwrap();
+        assert!(
+            tok.vocab.eos_ids().iter().all(|e| m.contains(e.as_usize())),
+            "{}: end of sequence after a valid instance",
+            ctx.what
+        );
+    }
+    let vocab = tok.vocab.clone();
+    for seed in 0..walks {
+        let mut rng = Rng(seed ^ 0x5eed);
+        let text = case.valid[rng.below(case.valid.len())].as_bytes();
+        let mut prefix = text[..rng.below(text.len())].to_vec();
+        let kernel = tok.kernels()[rng.below(2)].clone();
+        let mut live = Session::new(kernel, recognizer_at(&ctx.g, &prefix));
+        for step in 0..=steps {
+            let brute = step == steps || brute_all();
+            let mask = ctx.check(&prefix, brute, Some(&mut live));
+            if step == steps {
+                break;
+            }
+            let all: Vec<TokenId> = mask
+                .ones()
+                .map(|i| TokenId::new(i as u32).unwrap())
+                .filter(|&t| !vocab.is_eos(t))
+                .collect();
+            if all.is_empty() {
+                break;
+            }
+            let quoted: Vec<TokenId> = all
+                .iter()
+                .copied()
+                .filter(|&t| vocab.bytes(t).iter().any(|b| b"\",:}]".contains(b)))
+                .collect();
+            let pool = if !quoted.is_empty() && rng.below(2) == 0 {
+                &quoted
+            } else {
+                &all
+            };
+            let t = pool[rng.below(pool.len())];
+            live.commit(t).unwrap();
+            prefix.extend_from_slice(vocab.bytes(t));
+        }
+    }
+    eprintln!(
+        "{}: {} states, {} brute-forced",
+        ctx.what, ctx.states, ctx.brute
+    );
+    (ctx.states, ctx.brute)
+}
+
+fn run(name: &'static str, only: Option<&[&str]>, stride: usize, walks: u64, steps: usize) {
+    let tok = tok(name);
+    for case in cases() {
+        if only.is_some_and(|o| !o.contains(&case.name)) {
+            continue;
+        }
+        run_case(&tok, &case, stride, walks, steps);
+    }
+}
+
+#[test]
+fn llama3_masks_equal_the_brute_force() {
+    run("llama3", None, 4, 3, 8);
+}
+
+#[test]
+fn gemma3_masks_equal_the_brute_force() {
+    run("gemma3", None, 6, 2, 8);
+}
+
+const SUBSET: &[&str] = &[
+    "free string",
+    "bounded strings",
+    "many literal keys",
+    "unique items",
+];
+
+#[test]
+fn qwen3_masks_equal_the_brute_force() {
+    run("qwen3", Some(SUBSET), 8, 1, 6);
+}
+
+#[test]
+fn llama2_masks_equal_the_brute_force() {
+    run("llama2", Some(SUBSET), 8, 1, 6);
+}

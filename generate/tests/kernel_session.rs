@@ -1,0 +1,180 @@
+//! Session behaviour on real schemas and tokenizers: rollback then recommit replays the same
+//! masks, and `forced_bytes` returns exactly the bytes that are the only continuation.
+
+mod kernel_support;
+
+use std::sync::Arc;
+
+use generate::SchemaRecognizer;
+use kernel_support::cases::cases;
+use kernel_support::{Rng, Tok, brute_forced, diff, grammar, recognizer_at, tok};
+use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
+use proptest::prelude::*;
+use schema_compiler::{Grammar, Options, Whitespace};
+use serde_json::json;
+use vocab_index::TokenId;
+
+fn compact(schema: &serde_json::Value) -> Arc<Grammar> {
+    let options = Options::generation().whitespace(Whitespace::Compact);
+    Arc::new(Grammar::compile(schema, &options).expect("the schema compiles"))
+}
+
+#[test]
+fn forced_bytes_of_a_single_required_property() {
+    let g = compact(&json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+        "additionalProperties": false
+    }));
+    let t = tok("llama3");
+    let mut s = Session::new(t.flat.clone(), SchemaRecognizer::new(g.clone()));
+    assert_eq!(s.forced_bytes(64), br#"{"name":""#);
+    assert_eq!(s.forced_bytes(3), br#"{"n"#);
+    assert_eq!(s.forced_bytes(0), b"");
+    assert_eq!(s.recognizer().matcher().len(), 0, "nothing was consumed");
+    for id in t.encode(r#"{"name":"Ada"#) {
+        s.commit(id).unwrap();
+    }
+    assert_eq!(s.forced_bytes(64), b"", "more content or the closing quote");
+    s.commit(t.encode("\"")[0]).unwrap();
+    assert_eq!(s.forced_bytes(64), b"}");
+    s.commit(t.encode("}")[0]).unwrap();
+    assert_eq!(s.forced_bytes(64), b"", "complete");
+    s.commit(t.vocab.eos_ids()[0]).unwrap();
+    assert_eq!(s.forced_bytes(64), b"", "finished");
+}
+
+/// At every prefix of every valid instance, in compact and in generation whitespace.
+#[test]
+fn forced_bytes_equal_the_brute_force_at_every_prefix() {
+    let t = tok("llama3");
+    let mut checked = 0;
+    let mut nonempty = 0;
+    for case in cases() {
+        for g in [compact(&case.schema), grammar(&case.schema)] {
+            for text in case.valid {
+                for i in 0..=text.len() {
+                    let prefix = &text.as_bytes()[..i];
+                    let mut s = Session::new(t.flat.clone(), recognizer_at(&g, prefix));
+                    for max in [1, 2, 64] {
+                        let want = brute_forced(&g, prefix, max);
+                        let got = s.forced_bytes(max);
+                        assert_eq!(
+                            String::from_utf8_lossy(&got),
+                            String::from_utf8_lossy(&want),
+                            "{} after {:?}, max {max}",
+                            case.name,
+                            String::from_utf8_lossy(prefix)
+                        );
+                        assert_eq!(s.recognizer().matcher().len(), prefix.len());
+                        nonempty += !got.is_empty() as usize;
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("forced bytes: {checked} checks, {nonempty} with forced bytes");
+    assert!(nonempty > 100, "the cases have forced bytes ({nonempty})");
+}
+
+type Outcome = Result<FixedBitSet, MaskError>;
+
+fn mask_of(s: &mut Session<SchemaRecognizer>, cache: &mut MaskCache) -> Outcome {
+    let mut m = FixedBitSet::new();
+    s.mask(cache, &mut m).map(|_| m)
+}
+
+/// Asserts two outcomes are equal, with a readable difference.
+fn same(t: &Tok, got: &Outcome, want: &Outcome, what: &dyn Fn() -> String) {
+    match (got, want) {
+        (Ok(a), Ok(b)) => assert!(a == b, "{}: {}", what(), diff(&t.vocab, a, b)),
+        _ => assert_eq!(got, want, "{}", what()),
+    }
+}
+
+/// The recorded walk: a valid instance's own tokens, then end of sequence; with the mask
+/// before each token and after the last.
+struct Walk {
+    tokens: Vec<TokenId>,
+    masks: Vec<Outcome>,
+}
+
+fn record(t: &Tok, g: &Arc<Grammar>, text: &str, cache: &mut MaskCache) -> Walk {
+    let mut tokens = t.encode(text);
+    tokens.push(t.vocab.eos_ids()[0]);
+    let mut s = Session::new(t.flat.clone(), SchemaRecognizer::new(g.clone()));
+    let mut masks = Vec::new();
+    for &id in &tokens {
+        masks.push(mask_of(&mut s, cache));
+        s.commit(id).unwrap();
+    }
+    masks.push(mask_of(&mut s, cache));
+    Walk { tokens, masks }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Random rollbacks (random points, random lengths, sometimes past end of sequence), each
+    /// followed by a detour through a random allowed token and back, then the recommit of the
+    /// original tokens: every mask equals the recorded one, from the shared cache, from a tiny
+    /// evicting cache and uncached, on both tries.
+    #[test]
+    fn rollback_then_recommit_replays_the_masks(
+        case in 0..cases().len(),
+        which in prop::sample::select(vec!["llama3", "gemma3"]),
+        double_array in any::<bool>(),
+        seed in any::<u64>(),
+        rounds in 1..4usize,
+    ) {
+        let case = &cases()[case];
+        let t = tok(which);
+        let g = grammar(&case.schema);
+        let mut cache = MaskCache::default();
+        let mut tiny = MaskCache::new(t.vocab.len().div_ceil(8) + 256);
+        let mut rng = Rng(seed);
+        let text = case.valid[rng.below(case.valid.len())];
+        let walk = record(&t, &g, text, &mut cache);
+        let kernel = t.kernels()[double_array as usize].clone();
+        let mut s = Session::new(kernel, SchemaRecognizer::new(g.clone()));
+        for &id in &walk.tokens {
+            s.commit(id).unwrap();
+        }
+        for round in 0..rounds {
+            let k = s.len();
+            let n = rng.below(k + 1);
+            s.rollback(n).unwrap();
+            let at = k - n;
+            let what = || format!("{} / {which}: round {round}, rolled back {n} of {k}", case.name);
+            prop_assert_eq!(s.len(), at);
+            same(&t, &mask_of(&mut s, &mut tiny), &walk.masks[at], &what);
+            same(&t, &mask_of(&mut s, &mut cache), &walk.masks[at], &what);
+            // A detour: a random allowed token other than the recorded one, then back.
+            if let Ok(m) = &walk.masks[at] {
+                let others: Vec<usize> = m
+                    .ones()
+                    .filter(|&i| Some(&TokenId::new(i as u32).unwrap()) != walk.tokens.get(at))
+                    .collect();
+                if !others.is_empty() {
+                    let id = TokenId::new(others[rng.below(others.len())] as u32).unwrap();
+                    s.commit(id).unwrap();
+                    let _ = mask_of(&mut s, &mut tiny);
+                    s.rollback(1).unwrap();
+                    same(&t, &mask_of(&mut s, &mut tiny), &walk.masks[at], &what);
+                }
+            }
+            for i in at..k {
+                s.commit(walk.tokens[i]).unwrap();
+                let got = if i % 2 == 0 {
+                    let mut m = FixedBitSet::new();
+                    s.mask_uncached(&mut m).map(|_| m)
+                } else {
+                    mask_of(&mut s, &mut cache)
+                };
+                same(&t, &got, &walk.masks[i + 1], &|| format!("{}, recommitted {i}", what()));
+            }
+        }
+    }
+}

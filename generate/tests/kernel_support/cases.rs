@@ -1,0 +1,252 @@
+//! Hand-written schemas covering each kind of lexeme and frame, with valid instances.
+
+use serde_json::{Value, json};
+
+/// A schema and valid instances, in compact text.
+pub struct Case {
+    /// A short name.
+    pub name: &'static str,
+    /// The schema.
+    pub schema: Value,
+    /// Valid instances, compact.
+    pub valid: &'static [&'static str],
+}
+
+/// Every case.
+pub fn cases() -> Vec<Case> {
+    let many_keys: serde_json::Map<String, Value> = [
+        "alpha",
+        "alphabet",
+        "alpine",
+        "alp",
+        "beta",
+        "bet",
+        "betamax",
+        "gamma",
+        "gam",
+        "delta",
+        "del",
+        "deltas",
+        "epsilon",
+        "id",
+        "ids",
+        "identifier",
+        "name",
+        "names",
+        "named",
+        "namespace",
+        "type",
+        "types",
+        "typed",
+        "value",
+        "values",
+        "valid",
+        "validate",
+        "k0",
+        "k1",
+        "k10",
+        "k11",
+        "k2",
+        "k20",
+        "long_key_with_underscores",
+        "long_key_with_dashes",
+        "ÿñíçødé",
+        "quote\"d",
+        "back\\slash",
+    ]
+    .into_iter()
+    .map(|k| (k.to_owned(), json!({"type": "integer"})))
+    .collect();
+    vec![
+        Case {
+            name: "free string",
+            schema: json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+                "additionalProperties": false
+            }),
+            valid: &[
+                r#"{"name":"Zoë \"Q\" \\ \u00e9\ud83d\ude00 😀 end"}"#,
+                r#"{"name":""}"#,
+            ],
+        },
+        Case {
+            name: "bounded strings",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "code": {"type": "string", "minLength": 2, "maxLength": 5},
+                    "tag": {"type": "string", "maxLength": 1},
+                    "long": {"type": "string", "minLength": 3}
+                },
+                "required": ["code", "tag", "long"],
+                "additionalProperties": false
+            }),
+            valid: &[r#"{"code":"é\"c","tag":"","long":"abcdef\n"}"#],
+        },
+        Case {
+            name: "pattern",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "pattern": "^[A-Z]{2}-[0-9]{3,5}$"},
+                    "slug": {"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "maxLength": 12}
+                },
+                "required": ["id", "slug"]
+            }),
+            valid: &[r#"{"id":"AB-1234","slug":"ab-cd"}"#],
+        },
+        Case {
+            name: "formats",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "when": {"type": "string", "format": "date-time"},
+                    "day": {"type": "string", "format": "date"},
+                    "mail": {"type": "string", "format": "email"},
+                    "uid": {"type": "string", "format": "uuid"}
+                },
+                "required": ["when", "day", "mail", "uid"],
+                "additionalProperties": false
+            }),
+            valid: &[
+                r#"{"when":"2024-02-29T12:30:00Z","day":"1999-12-31","mail":"a.b@c.io","uid":"123e4567-e89b-12d3-a456-426614174000"}"#,
+            ],
+        },
+        Case {
+            name: "enum",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "color": {"enum": ["red", "green", "greenish", "blue", 42, null, {"a": 1}]},
+                    "size": {"const": "XL"}
+                },
+                "required": ["color", "size"],
+                "additionalProperties": false
+            }),
+            valid: &[
+                r#"{"color":"greenish","size":"XL"}"#,
+                r#"{"color":{"a":1},"size":"XL"}"#,
+            ],
+        },
+        Case {
+            name: "numbers",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "x": {"type": "number", "minimum": -1.5, "exclusiveMaximum": 100},
+                    "n": {"type": "integer", "minimum": 0, "maximum": 999},
+                    "m": {"type": "integer", "multipleOf": 5},
+                    "f": {"type": "number"}
+                },
+                "required": ["x", "n", "m", "f"],
+                "additionalProperties": false
+            }),
+            valid: &[r#"{"x":-1.25,"n":120,"m":-35,"f":6.02e23}"#],
+        },
+        Case {
+            name: "nested objects with defaults",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "user": {
+                        "type": "object",
+                        "properties": {
+                            "id": {"type": "integer"},
+                            "role": {"type": "string", "default": "guest"},
+                            "tags": {"type": "array", "items": {"type": "string"}}
+                        },
+                        "required": ["id"],
+                        "additionalProperties": false
+                    },
+                    "active": {"type": "boolean", "default": true}
+                },
+                "required": ["user"],
+                "additionalProperties": false
+            }),
+            valid: &[
+                r#"{"user":{"id":7,"tags":["a","b"]},"active":false}"#,
+                r#"{"user":{"role":"admin","id":-3}}"#,
+            ],
+        },
+        Case {
+            name: "oneOf and anyOf of objects",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "shape": {"oneOf": [
+                        {"type": "object", "properties": {"kind": {"const": "circle"}, "r": {"type": "number"}},
+                         "required": ["kind", "r"], "additionalProperties": false},
+                        {"type": "object", "properties": {"kind": {"const": "rect"}, "w": {"type": "number"}, "h": {"type": "number"}},
+                         "required": ["kind", "w", "h"], "additionalProperties": false}
+                    ]},
+                    "label": {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "integer"}, {"type": "null"}]}
+                },
+                "required": ["shape", "label"]
+            }),
+            valid: &[
+                r#"{"shape":{"kind":"rect","w":2,"h":3.5},"label":"abc"}"#,
+                r#"{"shape":{"kind":"circle","r":1},"label":12}"#,
+            ],
+        },
+        Case {
+            name: "arrays with bounds",
+            schema: json!({
+                "type": "array",
+                "items": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
+                "minItems": 2,
+                "maxItems": 3
+            }),
+            valid: &["[[1],[-2,30]]", "[[0,0],[1],[2]]"],
+        },
+        Case {
+            name: "unique items",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "words": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+                    "nums": {"type": "array", "items": {"type": "number"}, "uniqueItems": true}
+                },
+                "required": ["words", "nums"],
+                "additionalProperties": false
+            }),
+            valid: &[r#"{"words":["a","b","ab"],"nums":[1,1.5,10]}"#],
+        },
+        Case {
+            name: "many literal keys",
+            schema: json!({
+                "type": "object",
+                "properties": many_keys,
+                "required": ["alphabet"],
+                "additionalProperties": false
+            }),
+            valid: &[r#"{"alphabet":1,"k1":2,"namespace":3,"quote\"d":4,"ÿñíçødé":5}"#],
+        },
+        Case {
+            name: "property names",
+            schema: json!({
+                "type": "object",
+                "propertyNames": {"pattern": "^[a-z]+$", "maxLength": 6},
+                "additionalProperties": {"type": "integer"},
+                "minProperties": 1
+            }),
+            valid: &[r#"{"abc":1,"zz":-2}"#],
+        },
+        Case {
+            name: "pattern properties",
+            schema: json!({
+                "type": "object",
+                "properties": {"fixed": {"type": "boolean"}},
+                "patternProperties": {"^x-": {"type": "string"}, "^n[0-9]+$": {"type": "number"}},
+                "additionalProperties": false
+            }),
+            valid: &[r#"{"x-a":"v","n12":3,"fixed":true}"#],
+        },
+        Case {
+            name: "any value",
+            schema: json!({}),
+            valid: &[r#"{"a":[1,2.5e3,true,null,"x\t"],"b":{}}"#, "-0.5"],
+        },
+    ]
+}

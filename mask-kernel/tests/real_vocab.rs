@@ -1,0 +1,122 @@
+//! The test recognizer on real vocabularies (Llama 3: 128k tokens, Gemma 3: 262k): every code
+//! path of the kernel equals the brute force along seeded random walks, with walks biased
+//! towards tokens that hold a quote so that strings open and close often.
+//!
+//! The tokenizers come from `assets/` (or `STENCIL_ASSETS`): `cargo xtask fetch-assets`.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::{Checker, Lang, kernels};
+use mask_kernel::Kernel;
+use vocab_index::{TokenId, Vocabulary};
+
+fn assets() -> PathBuf {
+    std::env::var_os("STENCIL_ASSETS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")))
+}
+
+fn load(name: &str) -> Arc<Vocabulary> {
+    let path = assets()
+        .join("tokenizers")
+        .join(name)
+        .join("tokenizer.json");
+    assert!(
+        path.is_file(),
+        "{} not found: run `cargo xtask fetch-assets` (or set STENCIL_ASSETS)",
+        path.display()
+    );
+    Arc::new(Vocabulary::from_file(&path).expect("the tokenizer loads"))
+}
+
+/// SplitMix64: a tiny seeded generator, enough to pick tokens.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn walks(
+    vocab: &Arc<Vocabulary>,
+    kernels: &[Arc<Kernel>],
+    lang: Lang,
+    seeds: &[u64],
+    steps: usize,
+) {
+    let mut c = Checker::with_kernels(vocab.clone(), kernels.to_vec(), lang);
+    for &seed in seeds {
+        let mut rng = Rng(seed);
+        let mut prefix = Vec::new();
+        for _ in 0..steps {
+            let t0 = std::time::Instant::now();
+            let mask = c.check(&prefix);
+            eprintln!("TIMING {:?} {} {:?}", lang, prefix.len(), t0.elapsed());
+            let all: Vec<TokenId> = mask
+                .ones()
+                .map(|i| TokenId::new(i as u32).unwrap())
+                .filter(|&t| !vocab.is_eos(t))
+                .collect();
+            if all.is_empty() {
+                break;
+            }
+            let quoted: Vec<TokenId> = all
+                .iter()
+                .copied()
+                .filter(|&t| vocab.bytes(t).contains(&b'"'))
+                .collect();
+            let pool = if !quoted.is_empty() && rng.below(3) == 0 {
+                &quoted
+            } else {
+                &all
+            };
+            let t = pool[rng.below(pool.len())];
+            prefix.extend_from_slice(vocab.bytes(t));
+        }
+        c.check(&prefix);
+    }
+}
+
+fn run(name: &str) {
+    let vocab = load(name);
+    let kernels = kernels(&vocab);
+    let langs = [
+        Lang::FREE,
+        Lang {
+            min: 2,
+            max: Some(6),
+            letters_only: false,
+        },
+        Lang {
+            min: 0,
+            max: Some(12),
+            letters_only: true,
+        },
+    ];
+    for lang in langs {
+        walks(&vocab, &kernels, lang, &[1, 2], 12);
+    }
+}
+
+#[test]
+fn llama3() {
+    run("llama3");
+}
+
+#[test]
+fn gemma3() {
+    run("gemma3");
+}

@@ -1,0 +1,717 @@
+//! Property tests against a reference validator: for random schemas built from the supported
+//! keywords and random JSON values, the automaton's verdict (`Options::validation()`, `format`
+//! as an annotation) must equal the `jsonschema` crate's `is_valid` under draft 2020-12.
+//!
+//! Values are drawn half from the schema's own shape (its property names, item schemas, enum
+//! members, numbers at its bounds, strings that match its patterns) and half at random, so that
+//! both verdicts occur often. Every value is fed compact and pretty-printed, and the compact
+//! text once more after popping a suffix and pushing it again.
+//!
+//! What is kept out of the generator, and why:
+//! - numbers are integers and multiples of 1/4, and `multipleOf` is an integer or a power of
+//!   two: the reference validator computes with `f64`, so `0.3` against `multipleOf: 0.1` would
+//!   test its rounding rather than the automaton;
+//! - `$ref` cycles that do not pass through a keyword descending into the instance
+//!   (`{"$defs": {"a": {"$ref": "#/$defs/a"}}}`) are replaced by `{}`; they are covered by the
+//!   pathological tests, where both outcomes (a clean error) are checked directly.
+
+mod support;
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use proptest::sample::select;
+use proptest::strategy::Union;
+use schema_compiler::{CompileError, FormatMode, Grammar, Matcher, Options};
+use serde_json::{Map, Value, json};
+
+/// Property names: short, overlapping, so that `properties`, `required`, `patternProperties`
+/// and random objects meet.
+const KEYS: &[&str] = &["a", "b", "c", "ab", "ba", "x", "é"];
+
+/// ECMA-262 patterns (each valid in Rust's `regex` too) with strings that match them.
+const PATTERNS: &[(&str, &[&str])] = &[
+    ("^a", &["a", "ab", "abc"]),
+    ("c$", &["c", "abc"]),
+    ("^[a-c]+$", &["a", "cab", "bb"]),
+    ("^(ab)*$", &["", "ab", "abab"]),
+    ("^[^x]*$", &["", "yz", "é"]),
+    ("é", &["é", "aéb"]),
+    ("^.{2,3}$", &["ab", "😀😀", "a b"]),
+    ("^.$", &["😀", "é", "a"]),
+    ("^[0-9]+$", &["0", "12", "007"]),
+    ("^[a-z]{1,3}$", &["a", "xyz"]),
+    ("b|x", &["b", "x", "abx"]),
+];
+
+/// More strings: empty, long, non-ASCII, escapes.
+const STRINGS: &[&str] = &[
+    "",
+    "a",
+    "b",
+    "x",
+    "ab",
+    "ba",
+    "abcd",
+    "é",
+    "😀",
+    "aé😀",
+    "a\nb",
+    "\"q\"",
+    "12",
+    "1.5",
+    "date",
+    "2024-01-31",
+    "A",
+    " ",
+    "\\",
+    "xx",
+];
+
+fn key() -> impl Strategy<Value = String> {
+    select(KEYS).prop_map(str::to_owned)
+}
+
+fn string_value() -> BoxedStrategy<String> {
+    let mut pool: Vec<&'static str> = STRINGS.to_vec();
+    for (_, ex) in PATTERNS {
+        pool.extend_from_slice(ex);
+    }
+    prop_oneof![
+        3 => select(pool).prop_map(str::to_owned),
+        1 => "[abcx0-9é😀]{0,6}",
+    ]
+    .boxed()
+}
+
+/// A number: an integer or a multiple of 1/4 (exact in `f64` and in decimal).
+fn number() -> BoxedStrategy<Value> {
+    prop_oneof![
+        (-12i64..12).prop_map(Value::from),
+        (-48i64..48).prop_map(|q| json!(q as f64 / 4.0)),
+    ]
+    .boxed()
+}
+
+fn leaf_value() -> BoxedStrategy<Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        number(),
+        string_value().prop_map(Value::String),
+    ]
+    .boxed()
+}
+
+/// Any JSON value, small.
+fn any_value() -> BoxedStrategy<Value> {
+    leaf_value()
+        .prop_recursive(3, 16, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((key(), inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+        .boxed()
+}
+
+fn type_name() -> impl Strategy<Value = &'static str> {
+    select(
+        &[
+            "null", "boolean", "integer", "number", "string", "array", "object",
+        ][..],
+    )
+}
+
+fn type_schema() -> BoxedStrategy<Value> {
+    prop_oneof![
+        type_name().prop_map(|t| json!({ "type": t })),
+        prop::collection::btree_set(type_name(), 2..4)
+            .prop_map(|ts| json!({ "type": ts.into_iter().collect::<Vec<_>>() })),
+    ]
+    .boxed()
+}
+
+fn bound() -> BoxedStrategy<Value> {
+    prop_oneof![
+        (-10i64..10).prop_map(Value::from),
+        (-20i64..20).prop_map(|h| json!(h as f64 / 2.0)),
+    ]
+    .boxed()
+}
+
+fn number_schema() -> BoxedStrategy<Value> {
+    (
+        select(&[None, Some("number"), Some("integer")][..]),
+        prop::option::of(bound()),
+        prop::option::of(bound()),
+        prop::option::of(bound()),
+        prop::option::of(bound()),
+        prop::option::of(select(&[2.0f64, 3.0, 5.0, 0.5, 0.25, 1.5][..])),
+    )
+        .prop_map(|(t, min, max, xmin, xmax, mult)| {
+            let mut m = Map::new();
+            if let Some(t) = t {
+                m.insert("type".into(), json!(t));
+            }
+            for (k, v) in [
+                ("minimum", min),
+                ("maximum", max),
+                ("exclusiveMinimum", xmin),
+                ("exclusiveMaximum", xmax),
+            ] {
+                if let Some(v) = v {
+                    m.insert(k.into(), v);
+                }
+            }
+            if let Some(x) = mult {
+                let v = if x.fract() == 0.0 {
+                    json!(x as i64)
+                } else {
+                    json!(x)
+                };
+                m.insert("multipleOf".into(), v);
+            }
+            Value::Object(m)
+        })
+        .boxed()
+}
+
+fn string_schema() -> BoxedStrategy<Value> {
+    (
+        any::<bool>(),
+        prop::option::of(0u64..4),
+        prop::option::of(0u64..6),
+        prop::option::of(select(PATTERNS).prop_map(|(p, _)| p)),
+        any::<bool>(),
+    )
+        .prop_map(|(typed, min, max, pattern, format)| {
+            let mut m = Map::new();
+            if typed {
+                m.insert("type".into(), json!("string"));
+            }
+            if let Some(n) = min {
+                m.insert("minLength".into(), json!(n));
+            }
+            if let Some(n) = max {
+                m.insert("maxLength".into(), json!(n));
+            }
+            if let Some(p) = pattern {
+                m.insert("pattern".into(), json!(p));
+            }
+            if format {
+                // An annotation here: must change nothing.
+                m.insert("format".into(), json!("date"));
+            }
+            Value::Object(m)
+        })
+        .boxed()
+}
+
+fn enum_schema() -> BoxedStrategy<Value> {
+    prop_oneof![
+        prop::collection::vec(any_value(), 1..4).prop_map(|v| json!({ "enum": v })),
+        any_value().prop_map(|v| json!({ "const": v })),
+    ]
+    .boxed()
+}
+
+fn ref_schema() -> BoxedStrategy<Value> {
+    (0usize..3)
+        .prop_map(|i| json!({ "$ref": format!("#/$defs/d{i}") }))
+        .boxed()
+}
+
+fn object_schema(inner: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+    let additional = prop_oneof![Just(json!(false)), Just(json!(true)), inner.clone()];
+    let names = prop_oneof![
+        select(PATTERNS).prop_map(|(p, _)| json!({ "pattern": p })),
+        (0u64..3).prop_map(|n| json!({ "maxLength": n })),
+        Just(json!({ "enum": ["a", "b", "ab"] })),
+    ];
+    (
+        any::<bool>(),
+        prop::collection::vec((key(), inner.clone()), 0..4),
+        prop::collection::vec(key(), 0..3),
+        prop::option::of(additional),
+        prop::option::of((select(PATTERNS).prop_map(|(p, _)| p), inner)),
+        prop::option::of(0u64..3),
+        prop::option::of(1u64..4),
+        prop::option::of((key(), prop::collection::vec(key(), 1..3))),
+        prop::option::of(names),
+    )
+        .prop_map(
+            |(typed, props, required, additional, pattern, min, max, dep, names)| {
+                let mut m = Map::new();
+                if typed {
+                    m.insert("type".into(), json!("object"));
+                }
+                if !props.is_empty() {
+                    let p: Map<String, Value> = props.into_iter().collect();
+                    m.insert("properties".into(), Value::Object(p));
+                }
+                if !required.is_empty() {
+                    let mut r = required;
+                    r.sort();
+                    r.dedup();
+                    m.insert("required".into(), json!(r));
+                }
+                if let Some(a) = additional {
+                    m.insert("additionalProperties".into(), a);
+                }
+                if let Some((p, s)) = pattern {
+                    m.insert("patternProperties".into(), json!({ p: s }));
+                }
+                if let Some(n) = min {
+                    m.insert("minProperties".into(), json!(n));
+                }
+                if let Some(n) = max {
+                    m.insert("maxProperties".into(), json!(n));
+                }
+                if let Some((k, mut deps)) = dep {
+                    // The meta-schema wants unique names.
+                    deps.sort();
+                    deps.dedup();
+                    m.insert("dependentRequired".into(), json!({ k: deps }));
+                }
+                if let Some(n) = names {
+                    m.insert("propertyNames".into(), n);
+                }
+                Value::Object(m)
+            },
+        )
+        .boxed()
+}
+
+fn array_schema(inner: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
+    (
+        any::<bool>(),
+        prop::option::of(inner.clone()),
+        prop::collection::vec(inner.clone(), 0..3),
+        prop::option::of(0u64..3),
+        prop::option::of(0u64..4),
+        any::<bool>(),
+        prop::option::of((inner, prop::option::of(0u64..3), prop::option::of(0u64..3))),
+    )
+        .prop_map(|(typed, items, prefix, min, max, unique, contains)| {
+            let mut m = Map::new();
+            if typed {
+                m.insert("type".into(), json!("array"));
+            }
+            if let Some(s) = items {
+                m.insert("items".into(), s);
+            }
+            if !prefix.is_empty() {
+                m.insert("prefixItems".into(), Value::Array(prefix));
+            }
+            if let Some(n) = min {
+                m.insert("minItems".into(), json!(n));
+            }
+            if let Some(n) = max {
+                m.insert("maxItems".into(), json!(n));
+            }
+            if unique {
+                m.insert("uniqueItems".into(), json!(true));
+            }
+            if let Some((c, lo, hi)) = contains {
+                m.insert("contains".into(), c);
+                if let Some(n) = lo {
+                    m.insert("minContains".into(), json!(n));
+                }
+                if let Some(n) = hi {
+                    m.insert("maxContains".into(), json!(n));
+                }
+            }
+            Value::Object(m)
+        })
+        .boxed()
+}
+
+/// A schema from the supported keywords, possibly with `$ref`s to `#/$defs/d0..d2`.
+fn schema() -> BoxedStrategy<Value> {
+    let leaf = prop_oneof![
+        1 => Just(json!(true)),
+        1 => Just(json!(false)),
+        1 => Just(json!({})),
+        3 => type_schema(),
+        2 => enum_schema(),
+        3 => string_schema(),
+        3 => number_schema(),
+        2 => ref_schema(),
+    ];
+    leaf.prop_recursive(4, 24, 4, |inner| {
+        prop_oneof![
+            3 => object_schema(inner.clone()),
+            3 => array_schema(inner.clone()),
+            1 => prop::collection::vec(inner.clone(), 1..4).prop_map(|v| json!({ "anyOf": v })),
+            1 => prop::collection::vec(inner.clone(), 1..4).prop_map(|v| json!({ "oneOf": v })),
+            1 => prop::collection::vec(inner.clone(), 1..4).prop_map(|v| json!({ "allOf": v })),
+            1 => inner.clone().prop_map(|s| json!({ "not": s })),
+            1 => (
+                inner.clone(),
+                prop::option::of(inner.clone()),
+                prop::option::of(inner.clone())
+            )
+                .prop_map(|(i, t, e)| {
+                    let mut m = Map::new();
+                    m.insert("if".into(), i);
+                    if let Some(t) = t {
+                        m.insert("then".into(), t);
+                    }
+                    if let Some(e) = e {
+                        m.insert("else".into(), e);
+                    }
+                    Value::Object(m)
+                }),
+            // A typed schema and a combinator side by side.
+            1 => (type_schema(), prop::collection::vec(inner, 1..3))
+                .prop_map(|(mut t, v)| {
+                    t["anyOf"] = Value::Array(v);
+                    t
+                }),
+        ]
+    })
+    .boxed()
+}
+
+/// Keywords whose subschemas apply to parts of the instance (so a cycle through them ends).
+const DESCENDING: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "items",
+    "prefixItems",
+    "contains",
+    "propertyNames",
+];
+
+/// Replaces `$ref`s to missing definitions by `{}`, and, inside definition `me`, `$ref`s that
+/// are not under a descending keyword and point to a definition at or before `me` (the only
+/// way to close a cycle without descending).
+fn fix_refs(s: &mut Value, me: Option<usize>, n_defs: usize, guarded: bool) {
+    let Value::Object(m) = s else { return };
+    if let Some(Value::String(r)) = m.get("$ref") {
+        let target: Option<usize> = r.strip_prefix("#/$defs/d").and_then(|i| i.parse().ok());
+        let ok = target.is_some_and(|t| t < n_defs && (guarded || me.is_none_or(|me| t > me)));
+        if !ok {
+            m.remove("$ref");
+        }
+    }
+    for (k, v) in m.iter_mut() {
+        let g = guarded || DESCENDING.contains(&k.as_str());
+        match k.as_str() {
+            "properties" | "patternProperties" => {
+                if let Value::Object(ps) = v {
+                    for p in ps.values_mut() {
+                        fix_refs(p, me, n_defs, g);
+                    }
+                }
+            }
+            "prefixItems" | "anyOf" | "oneOf" | "allOf" => {
+                if let Value::Array(a) = v {
+                    for x in a {
+                        fix_refs(x, me, n_defs, g);
+                    }
+                }
+            }
+            "dependentRequired" | "enum" | "const" | "required" => {}
+            _ => fix_refs(v, me, n_defs, g),
+        }
+    }
+}
+
+/// A root schema with up to three definitions.
+fn root_schema() -> BoxedStrategy<Value> {
+    (schema(), prop::collection::vec(schema(), 0..3))
+        .prop_map(|(root, defs)| {
+            let n = defs.len();
+            let mut defs_map = Map::new();
+            for (i, mut d) in defs.into_iter().enumerate() {
+                fix_refs(&mut d, Some(i), n, false);
+                defs_map.insert(format!("d{i}"), d);
+            }
+            let mut root = match root {
+                Value::Object(m) => Value::Object(m),
+                b => json!({ "allOf": [b] }),
+            };
+            fix_refs(&mut root, None, n, false);
+            if n > 0 {
+                root["$defs"] = Value::Object(defs_map);
+            }
+            root
+        })
+        .boxed()
+}
+
+/// Values drawn from the shape of `s` (with `root` for `$ref`s), `depth` levels deep.
+fn shaped(s: &Value, root: &Value, depth: u32) -> BoxedStrategy<Value> {
+    let Value::Object(m) = s else {
+        return any_value();
+    };
+    if depth == 0 {
+        return leaf_value();
+    }
+    let mut options: Vec<BoxedStrategy<Value>> = vec![leaf_value()];
+    if let Some(Value::String(r)) = m.get("$ref")
+        && let Some(name) = r.strip_prefix("#/$defs/")
+        && let Some(d) = root.get("$defs").and_then(|d| d.get(name))
+    {
+        options.push(shaped(d, root, depth - 1));
+    }
+    if let Some(Value::Array(e)) = m.get("enum") {
+        options.push(select(e.clone()).boxed());
+    }
+    if let Some(c) = m.get("const") {
+        options.push(Just(c.clone()).boxed());
+    }
+    for k in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(a)) = m.get(k) {
+            for x in a {
+                options.push(shaped(x, root, depth - 1));
+            }
+        }
+    }
+    for k in ["not", "if", "then", "else"] {
+        if let Some(x) = m.get(k) {
+            options.push(shaped(x, root, depth - 1));
+        }
+    }
+    let has = |ks: &[&str]| ks.iter().any(|k| m.contains_key(*k));
+    if has(&[
+        "properties",
+        "required",
+        "additionalProperties",
+        "patternProperties",
+        "minProperties",
+        "maxProperties",
+        "dependentRequired",
+        "propertyNames",
+    ]) || m.get("type") == Some(&json!("object"))
+    {
+        let mut names: Vec<String> = KEYS.iter().map(|k| (*k).to_owned()).collect();
+        let mut subs: Vec<(String, BoxedStrategy<Value>)> = Vec::new();
+        if let Some(Value::Object(ps)) = m.get("properties") {
+            for (k, v) in ps {
+                subs.push((k.clone(), shaped(v, root, depth - 1)));
+            }
+        }
+        names.retain(|n| !subs.iter().any(|(k, _)| k == n));
+        let extra = m
+            .get("additionalProperties")
+            .map_or_else(any_value, |a| shaped(a, root, depth - 1));
+        for n in names {
+            subs.push((n, extra.clone()));
+        }
+        let members: Vec<BoxedStrategy<Option<(String, Value)>>> = subs
+            .into_iter()
+            .map(|(k, st)| {
+                prop_oneof![
+                    2 => Just(None),
+                    1 => st.prop_map(move |v| Some((k.clone(), v))),
+                ]
+                .boxed()
+            })
+            .collect();
+        options.push(
+            members
+                .prop_map(|kv| Value::Object(kv.into_iter().flatten().collect()))
+                .boxed(),
+        );
+    }
+    if has(&[
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "contains",
+    ]) || m.get("type") == Some(&json!("array"))
+    {
+        let mut item_strats: Vec<BoxedStrategy<Value>> = Vec::new();
+        for k in ["items", "contains"] {
+            if let Some(x) = m.get(k) {
+                item_strats.push(shaped(x, root, depth - 1));
+            }
+        }
+        if item_strats.is_empty() {
+            item_strats.push(any_value());
+        }
+        let item = Union::new(item_strats).boxed();
+        let prefix: Vec<BoxedStrategy<Value>> = match m.get("prefixItems") {
+            Some(Value::Array(a)) => a.iter().map(|x| shaped(x, root, depth - 1)).collect(),
+            _ => Vec::new(),
+        };
+        options.push(
+            (prefix, prop::collection::vec(item, 0..4), 0usize..4)
+                .prop_map(|(mut p, rest, keep)| {
+                    p.truncate(keep);
+                    if p.len() == keep {
+                        p.extend(rest);
+                    }
+                    Value::Array(p)
+                })
+                .boxed(),
+        );
+        // Duplicates, for `uniqueItems`.
+        options.push(
+            leaf_value()
+                .prop_map(|v| Value::Array(vec![v.clone(), v]))
+                .boxed(),
+        );
+    }
+    if has(&["minLength", "maxLength", "pattern"]) || m.get("type") == Some(&json!("string")) {
+        let mut pool: Vec<String> = Vec::new();
+        if let Some(Value::String(p)) = m.get("pattern")
+            && let Some((_, ex)) = PATTERNS.iter().find(|(q, _)| q == p)
+        {
+            pool.extend(ex.iter().map(|s| (*s).to_owned()));
+        }
+        for k in ["minLength", "maxLength"] {
+            if let Some(n) = m.get(k).and_then(Value::as_u64) {
+                for len in n.saturating_sub(1)..=n + 1 {
+                    pool.push("é".repeat(len as usize));
+                    pool.push("a".repeat(len as usize));
+                }
+            }
+        }
+        if pool.is_empty() {
+            options.push(string_value().prop_map(Value::String).boxed());
+        } else {
+            options.push(select(pool).prop_map(Value::String).boxed());
+        }
+    }
+    let mut nums: Vec<Value> = Vec::new();
+    for k in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+        if let Some(b) = m.get(k).and_then(Value::as_f64) {
+            for d in [-1.0, -0.5, 0.0, 0.5, 1.0] {
+                let x = b + d;
+                nums.push(if x.fract() == 0.0 {
+                    json!(x as i64)
+                } else {
+                    json!(x)
+                });
+            }
+        }
+    }
+    if let Some(x) = m.get("multipleOf").and_then(Value::as_f64) {
+        for k in [-2.0, 0.0, 1.0, 3.0] {
+            nums.push(json!(k * x));
+        }
+    }
+    if !nums.is_empty() {
+        options.push(select(nums).boxed());
+    }
+    Union::new(options).boxed()
+}
+
+/// A schema and values to try it on.
+fn case() -> impl Strategy<Value = (Value, Vec<Value>)> {
+    root_schema().prop_flat_map(|s| {
+        let near = shaped(&s, &s, 4);
+        let values = prop::collection::vec(prop_oneof![3 => near, 1 => any_value()], 1..8);
+        (Just(s), values)
+    })
+}
+
+/// Our verdict on `text`.
+fn ours(m: &mut Matcher, text: &str) -> bool {
+    support::suite::accepts(m, text).is_ok()
+}
+
+/// Pops the last `k` bytes of `text` after pushing it, pushes them again: same verdict.
+fn ours_after_pop(m: &mut Matcher, text: &str, k: usize) -> bool {
+    m.reset();
+    let b = text.as_bytes();
+    if m.push_bytes(b).is_err() {
+        return false;
+    }
+    let k = k.min(b.len());
+    m.pop_bytes(k);
+    m.push_bytes(&b[b.len() - k..]).is_ok() && m.is_accepting()
+}
+
+fn options() -> Options {
+    Options::validation().format(FormatMode::Annotate)
+}
+
+fn reference(schema: &Value) -> jsonschema::Validator {
+    jsonschema::draft202012::options()
+        .should_validate_formats(false)
+        .build(schema)
+        .unwrap_or_else(|e| panic!("the reference rejects the schema {schema}: {e}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 400,
+        failure_persistence: None,
+        max_global_rejects: 4000,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn verdicts_match_the_reference((schema, values) in case(), pop in 1usize..6) {
+        let grammar = match Grammar::compile(&schema, &options()) {
+            Ok(g) => Some(Arc::new(g)),
+            // Not a disagreement; the share of such schemas is checked below.
+            Err(CompileError::Unsupported { .. } | CompileError::Limit { .. }) => None,
+            // Known: see `empty_length_range_under_a_combinator_compiles`.
+            Err(CompileError::Invalid { reason, .. }) if reason == "error building NFA" => None,
+            Err(e) => panic!("{schema}: {e}"),
+        };
+        prop_assume!(grammar.is_some());
+        let grammar = grammar.unwrap();
+        let reference = reference(&schema);
+        let mut m = Matcher::new(grammar);
+        for v in &values {
+            let expected = reference.is_valid(v);
+            let compact = serde_json::to_string(v).unwrap();
+            let pretty = serde_json::to_string_pretty(v).unwrap();
+            prop_assert_eq!(ours(&mut m, &compact), expected, "compact {} under {}", compact, schema);
+            prop_assert_eq!(ours(&mut m, &pretty), expected, "pretty {} under {}", pretty, schema);
+            prop_assert_eq!(
+                ours_after_pop(&mut m, &compact, pop), expected,
+                "{} after popping {} bytes, under {}", compact, pop, schema
+            );
+        }
+    }
+}
+
+/// Most generated schemas compile: the property above is not vacuous.
+#[test]
+fn most_generated_schemas_compile() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = root_schema();
+    let (mut ok, mut unsupported) = (0, Vec::new());
+    for _ in 0..300 {
+        let s = strategy.new_tree(&mut runner).unwrap().current();
+        match Grammar::compile(&s, &options()) {
+            Ok(_) => ok += 1,
+            Err(e) => unsupported.push(format!("{e}\n    in {s}")),
+        }
+    }
+    println!("{ok} of 300 compiled");
+    for e in unsupported.iter().take(20) {
+        println!("  {e}");
+    }
+    assert!(ok >= 240, "only {ok} of 300 compiled: {unsupported:#?}");
+}
+
+/// `minLength` above `maxLength` makes the string part empty; under `not` or `anyOf` the
+/// compiler builds a regex from the empty length range and fails.
+#[test]
+#[ignore = "compiler bug: an empty length range under a combinator fails with \
+            `invalid regex: error building NFA`"]
+fn empty_length_range_under_a_combinator_compiles() {
+    for schema in [
+        json!({ "not": { "minLength": 2, "maxLength": 1 } }),
+        json!({ "anyOf": [{ "type": "string", "minLength": 2, "maxLength": 0 }, { "type": "string" }] }),
+    ] {
+        let g = Grammar::compile(&schema, &options()).unwrap_or_else(|e| panic!("{schema}: {e}"));
+        let mut m = Matcher::new(Arc::new(g));
+        assert!(ours(&mut m, r#""ab""#), "{schema} accepts \"ab\"");
+    }
+}
