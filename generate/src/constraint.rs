@@ -50,18 +50,7 @@ impl Recognizer for SchemaRecognizer {
     }
 
     fn split(&self, key: &mut Vec<u32>) -> Option<Split> {
-        Some(match self.matcher.split(key)? {
-            LexemeSplit::StringContent { budget, close } => Split {
-                boundary: b'"',
-                inside: Inside::StringContent { budget },
-                close,
-            },
-            LexemeSplit::Walk => Split {
-                boundary: b'"',
-                inside: Inside::Walk,
-                close: None,
-            },
-        })
+        lexeme_split(&self.matcher, key)
     }
 
     fn completion(&mut self, max_len: usize) -> Option<Vec<u8>> {
@@ -71,4 +60,20 @@ impl Recognizer for SchemaRecognizer {
     fn set_lexeme_only(&mut self, on: bool) {
         self.matcher.set_lexeme_only(on)
     }
+}
+
+/// The matcher's lexeme split in the mask kernel's terms (see [`Recognizer::split`]).
+pub(crate) fn lexeme_split(matcher: &Matcher, key: &mut Vec<u32>) -> Option<Split> {
+    Some(match matcher.split(key)? {
+        LexemeSplit::StringContent { budget, close } => Split {
+            boundary: b'"',
+            inside: Inside::StringContent { budget },
+            close,
+        },
+        LexemeSplit::Walk => Split {
+            boundary: b'"',
+            inside: Inside::Walk,
+            close: None,
+        },
+    })
 }

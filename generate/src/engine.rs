@@ -37,6 +37,9 @@ pub struct GenerateOptions {
     /// Near `max_tokens`, end with the shortest valid completion instead of cutting the
     /// document off.
     pub close_at_budget: bool,
+    /// Unconstrained generation only: never choose end of sequence or end of turn, so exactly
+    /// `max_tokens` tokens are generated (for benchmarks at a fixed length).
+    pub ignore_eos: bool,
 }
 
 impl Default for GenerateOptions {
@@ -51,6 +54,7 @@ impl Default for GenerateOptions {
             stop: Vec::new(),
             fast_forward: true,
             close_at_budget: true,
+            ignore_eos: false,
         }
     }
 }
@@ -287,6 +291,20 @@ impl<M: Model> Generator<M> {
             },
         );
         Ok((grammar, ms))
+    }
+
+    /// Takes the mask cache kept under `key` (a new, empty one when there is none); give it
+    /// back with [`Generator::put_mask_cache`]. For constraints other than a plain schema.
+    pub(crate) fn take_mask_cache(&mut self, key: &str) -> MaskCache {
+        match self.grammars.pop(key) {
+            Some(c) => c.cache,
+            None => MaskCache::new(MASK_CACHE_BYTES),
+        }
+    }
+
+    /// Keeps a mask cache under `key` (with the grammar it belongs to) for later requests.
+    pub(crate) fn put_mask_cache(&mut self, key: String, grammar: Arc<Grammar>, cache: MaskCache) {
+        self.grammars.put(key, Compiled { grammar, cache });
     }
 
     /// Renders and tokenizes a prompt.
@@ -529,6 +547,13 @@ impl<M: Model> Generator<M> {
                 // Unconstrained: only ids the tokenizer knows.
                 for l in &mut self.logits[vocab.len().min(n_logits)..] {
                     *l = f32::NEG_INFINITY;
+                }
+                if opts.ignore_eos {
+                    for &e in vocab.eos_ids().iter().chain(vocab.end_of_turn_ids()) {
+                        if let Some(l) = self.logits.get_mut(e.as_usize()) {
+                            *l = f32::NEG_INFINITY;
+                        }
+                    }
                 }
                 let token = sampler.sample(&mut self.logits, &history)?;
                 let token = TokenId::new(token).expect("sampled inside the vocabulary");

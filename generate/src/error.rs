@@ -53,4 +53,44 @@ pub enum GenerateError {
     /// The request is not valid.
     #[error("invalid request: {0}")]
     Invalid(String),
+    /// A tool definition or a tool choice is malformed.
+    #[error("invalid tool: {0}")]
+    InvalidTool(String),
+    /// The tool choice names a tool that is not among the tools.
+    #[error("tool_choice names `{name}`, which is not among the tools ({available})")]
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The names of the tools given, comma separated (or `none`).
+        available: String,
+    },
+    /// A tool's parameters schema does not compile.
+    #[error("tool `{tool}`: parameters schema: `{keyword}` at {pointer}: {source}")]
+    ToolSchema {
+        /// The tool.
+        tool: String,
+        /// The offending keyword, from the compiler's error.
+        keyword: String,
+        /// The JSON pointer of the schema object holding it, inside the tool's `parameters`.
+        pointer: String,
+        /// The compiler's error.
+        source: Box<schema_compiler::CompileError>,
+    },
+    /// The generated text could not be read as tool calls (possible only when generation
+    /// stopped inside a call, e.g. at `max_tokens` with `close_at_budget` off).
+    #[error("cannot read tool calls from the output: {reason}")]
+    ToolCallParse {
+        /// What is wrong.
+        reason: String,
+        /// The generated text.
+        text: String,
+    },
+    /// A trip of a tool loop took longer than its timeout.
+    #[error("trip {trip} of the tool loop timed out after {limit_ms} ms")]
+    Timeout {
+        /// The trip (1-based).
+        trip: usize,
+        /// The limit.
+        limit_ms: u64,
+    },
 }

@@ -11,6 +11,9 @@
 //!    bytes the schema forces are fed without sampling, and near the token budget the
 //!    shortest valid completion closes the document.
 //!
+//! Tool calling (OpenAI-style tools, `tool_choice`, a multi-trip loop and a calculator) is in
+//! [`tools`].
+//!
 //! The [`Generator`] works with any [`Model`] (the `runtime-llama` and `runtime-mlx` crates
 //! provide them) and any [`mask_kernel::Recognizer`] as constraint.
 #![warn(missing_docs)]
@@ -22,6 +25,7 @@ pub mod model;
 pub mod stream;
 pub mod template;
 pub mod tokenizer;
+pub mod tools;
 
 pub use constraint::SchemaRecognizer;
 pub use engine::{GenerateOptions, Generator, Output, Prompt, Request, StopReason, Timing};

@@ -41,10 +41,11 @@ struct Corpus {
     disagreements: BTreeSet<(String, usize)>,
 }
 
-fn corpus() -> &'static Corpus {
+fn corpus() -> Option<&'static Corpus> {
     static CORPUS: OnceLock<Corpus> = OnceLock::new();
-    CORPUS.get_or_init(|| {
-        let dir = shared_data().join("jsonschemabench-sample");
+    let data = shared_data()?;
+    Some(CORPUS.get_or_init(|| {
+        let dir = data.join("jsonschemabench-sample");
         let cases = corpus::load(std::slice::from_ref(&dir)).expect("the corpus loads");
         assert!(
             cases.len() > 500,
@@ -92,7 +93,7 @@ fn corpus() -> &'static Corpus {
             skipped,
             disagreements,
         }
-    })
+    }))
 }
 
 /// Whether the matcher fed the whole text accepts it.
@@ -181,7 +182,7 @@ fn replay(
 
 fn run(name: &'static str) {
     let tok = tok(name);
-    let corpus = corpus();
+    let Some(corpus) = corpus() else { return };
     let (mut accepted, mut refused, mut no_end) = (0, 0, 0);
     let mut tokens = 0;
     let mut failures = Vec::new();
@@ -241,7 +242,7 @@ fn run(name: &'static str) {
 
 #[test]
 fn known_disagreements_are_current() {
-    let corpus = corpus();
+    let Some(corpus) = corpus() else { return };
     let listed: BTreeSet<(String, usize)> = KNOWN_DISAGREEMENTS
         .iter()
         .map(|&(f, i, _)| (f.to_owned(), i))

@@ -223,6 +223,8 @@ pub struct Lowering<'o> {
     /// Documents that may be loaded on demand, by URI.
     remotes: &'o HashMap<String, Value>,
     memo: HashMap<Loc, NodeId>,
+    /// How deep `lower` is nested right now.
+    lowering_depth: u32,
     pub nodes: Vec<Node>,
     pub notes: Vec<Note>,
 }
@@ -320,6 +322,7 @@ impl<'o> Lowering<'o> {
             scope: HashMap::new(),
             remotes,
             memo: HashMap::new(),
+            lowering_depth: 0,
             nodes: Vec::new(),
             notes: Vec::new(),
         };
@@ -543,6 +546,23 @@ impl<'o> Lowering<'o> {
         if let Some(&id) = self.memo.get(&loc) {
             return Ok(id);
         }
+        if self.lowering_depth >= self.options.limits.max_schema_depth {
+            return Err(CompileError::Limit {
+                limit: "max_schema_depth",
+                pointer: self.loc_string(&loc),
+                detail: format!(
+                    "subschemas nested more than {} deep",
+                    self.options.limits.max_schema_depth
+                ),
+            });
+        }
+        self.lowering_depth += 1;
+        let r = self.lower_at(loc);
+        self.lowering_depth -= 1;
+        r
+    }
+
+    fn lower_at(&mut self, loc: Loc) -> Result<NodeId, CompileError> {
         let value = pointer_get(&self.docs[loc.0], &loc.1)
             .cloned()
             .ok_or_else(|| CompileError::Invalid {

@@ -1567,8 +1567,14 @@ impl State {
                 if f.phase == Phase::ObjKeyNext {
                     count += 1;
                 }
-                if f.phase == Phase::ObjKey {
-                    let ks = key_state.unwrap_or(leaf.key_state);
+                // A key being lexed, or announced by `,`: some key not seen yet must still be
+                // possible from where the key's text is.
+                if matches!(f.phase, Phase::ObjKey | Phase::ObjKeyNext) {
+                    let ks = if f.phase == Phase::ObjKey {
+                        key_state.unwrap_or(leaf.key_state)
+                    } else {
+                        g.dfa(spec.key_dfa).start()
+                    };
                     if ks == DEAD {
                         return (false, true);
                     }
@@ -1596,7 +1602,9 @@ impl State {
                     if !ok {
                         return (false, true);
                     }
-                    count += 1;
+                    if f.phase == Phase::ObjKey {
+                        count += 1;
+                    }
                 }
                 if let Some(max) = spec.max_props {
                     let missing = spec

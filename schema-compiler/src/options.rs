@@ -56,6 +56,9 @@ pub struct Limits {
     pub max_total_dfa_states: usize,
     /// Length bounds up to this value may be folded into a DFA (needed under `anyOf`, `not`).
     pub max_expanded_length: u64,
+    /// Maximum nesting of subschemas inside one another (not through `$ref`, which is
+    /// resolved lazily): bounds the compiler's own recursion.
+    pub max_schema_depth: u32,
 }
 
 impl Default for Limits {
@@ -67,6 +70,7 @@ impl Default for Limits {
             max_regex_bytes: 32 << 20,
             max_total_dfa_states: 2_000_000,
             max_expanded_length: 256,
+            max_schema_depth: 128,
         }
     }
 }

@@ -18,19 +18,32 @@ use schema_compiler::text::ecma::pattern_language;
 use schema_compiler::text::formats::{FormatLookup, lookup_format};
 use serde_json::Value;
 
-/// Where the third-party data lives: `STENCIL_SHARED_DATA`, or `shared/data` next to the
-/// workspace.
-fn data_dir() -> PathBuf {
-    let dir = std::env::var_os("STENCIL_SHARED_DATA").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")),
-        PathBuf::from,
-    );
+/// The JSON-Schema-Test-Suite: `$STENCIL_SHARED_DATA/json-schema-test-suite` or
+/// `shared/data/json-schema-test-suite` beside the workspace when present, else the copy that
+/// `cargo xtask fetch-assets` puts under `assets/`.
+fn suite_dir() -> PathBuf {
+    let shared = std::env::var_os("STENCIL_SHARED_DATA")
+        .map_or_else(
+            || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/data")),
+            PathBuf::from,
+        )
+        .join("json-schema-test-suite");
+    if shared.is_dir() {
+        return shared;
+    }
+    let assets = std::env::var_os("STENCIL_ASSETS")
+        .map_or_else(
+            || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")),
+            PathBuf::from,
+        )
+        .join("json-schema-test-suite/tests");
     assert!(
-        dir.join("json-schema-test-suite").is_dir(),
-        "test data not found at {}: set STENCIL_SHARED_DATA to the shared/data directory",
-        dir.display()
+        assets.is_dir(),
+        "the JSON-Schema-Test-Suite is neither at {} nor at {}: run `cargo xtask fetch-assets`",
+        shared.display(),
+        assets.display()
     );
-    dir
+    assets
 }
 
 fn build_dfa(re: &str) -> Result<dense::DFA<Vec<u32>>> {
@@ -72,10 +85,7 @@ fn pattern_dfa(p: &str) -> dense::DFA<Vec<u32>> {
 fn pattern_suite() -> Result<()> {
     let mut checked = 0;
     for draft in ["draft2020-12", "draft7"] {
-        let path = data_dir()
-            .join("json-schema-test-suite")
-            .join(draft)
-            .join("pattern.json");
+        let path = suite_dir().join(draft).join("pattern.json");
         for group in load(&path)? {
             let p = group["schema"]["pattern"].as_str().context("pattern")?;
             let dfa = pattern_dfa(p);
@@ -129,10 +139,7 @@ fn mini_validate(schema: &Value, v: &Value) -> bool {
 fn pattern_properties_suite() -> Result<()> {
     let mut checked = 0;
     for draft in ["draft2020-12", "draft7"] {
-        let path = data_dir()
-            .join("json-schema-test-suite")
-            .join(draft)
-            .join("patternProperties.json");
+        let path = suite_dir().join(draft).join("patternProperties.json");
         for group in load(&path)? {
             let pp = group["schema"]["patternProperties"]
                 .as_object()
@@ -189,7 +196,7 @@ const KNOWN_FORMAT_DISAGREEMENTS: &[(&str, &str)] = &[
 
 #[test]
 fn format_suite() -> Result<()> {
-    let root = data_dir().join("json-schema-test-suite");
+    let root = suite_dir();
     let mut disagreements: Vec<(String, String, String)> = Vec::new();
     let mut unsupported = Vec::new();
     let mut total = 0;

@@ -46,8 +46,9 @@ enum Cmd {
             steps::BENCHES.iter().map(|b| clap::builder::PossibleValue::new(b.name).help(b.about))
         ))]
         name: String,
-        /// Extra arguments for the benchmark harness.
-        #[arg(last = true)]
+        /// Extra arguments for the benchmark (`--json FILE` for `generate` and `masks`; after
+        /// `--` for criterion's own options).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Run the conformance suites (JSON-Schema-Test-Suite, JSONSchemaBench sample) in release
@@ -128,8 +129,18 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Cmd::FetchAssets { force, only } => assets::fetch(&layout, &only, force),
         Cmd::Test => steps::run(&layout, &steps::test()),
-        Cmd::Demo => steps::run(&layout, &steps::demo(&layout)),
-        Cmd::Bench { name, args } => steps::run(&layout, &steps::bench(&name, &args)?),
+        Cmd::Demo => steps::run(&layout, &steps::demo()),
+        Cmd::Bench { name, mut args } => {
+            // Output files are relative to where the user stands, not to the package
+            // directory cargo runs benchmarks in.
+            let cwd = std::env::current_dir().context("reading the current directory")?;
+            for i in 1..args.len() {
+                if args[i - 1] == "--json" {
+                    args[i] = cwd.join(&args[i]).to_string_lossy().into_owned();
+                }
+            }
+            steps::run(&layout, &steps::bench(&name, &args)?)
+        }
         Cmd::Conformance {
             json,
             update_baselines,
@@ -208,5 +219,11 @@ mod tests {
             ("vocab", &["--bench".to_owned(), "x".to_owned()][..])
         );
         assert!(Cli::try_parse_from(["xtask", "bench", "nope"]).is_err());
+        let cli = Cli::try_parse_from(["xtask", "bench", "generate", "--json", "g.json"]).unwrap();
+        let Cmd::Bench { name, args } = cli.command else {
+            panic!("wrong command")
+        };
+        assert_eq!(name, "generate");
+        assert_eq!(args, ["--json", "g.json"]);
     }
 }

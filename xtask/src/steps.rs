@@ -40,9 +40,22 @@ where
 pub fn test() -> Vec<Step> {
     vec![
         Step::FetchAssets(Asset::ALL),
+        // Benchmarks are built here, not run: they take minutes and need a quiet machine
+        // (`cargo xtask bench`).
         cargo(
-            "tests of every target",
-            ["test", "--workspace", "--all-targets"],
+            "tests of every crate (libraries, binaries, integration tests, examples)",
+            [
+                "test",
+                "--workspace",
+                "--lib",
+                "--bins",
+                "--tests",
+                "--examples",
+            ],
+        ),
+        cargo(
+            "benchmarks build",
+            ["test", "--workspace", "--benches", "--no-run"],
         ),
         cargo("doc tests", ["test", "--workspace", "--doc"]),
     ]
@@ -104,27 +117,26 @@ pub fn ci() -> Vec<Step> {
     steps
 }
 
-/// `cargo xtask demo`: for now the vocabulary index's `inspect` example on the llama3
-/// tokenizer; it becomes constrained generation with the default model.
-pub fn demo(layout: &Layout) -> Vec<Step> {
-    let tokenizer = layout.assets.join("tokenizers/llama3/tokenizer.json");
-    let mut args: Vec<OsString> = [
-        "run",
-        "--release",
-        "-p",
-        "vocab-index",
-        "--example",
-        "inspect",
-        "--",
-    ]
-    .map(OsString::from)
-    .into();
-    args.push(tokenizer.into_os_string());
+/// `cargo xtask demo`: `stencil demo` in release mode, the built-in extraction examples on the
+/// default model, each checked against its schema, with constrained and unconstrained
+/// tokens/s side by side.
+pub fn demo() -> Vec<Step> {
     vec![
-        Step::FetchAssets(Asset::ALL),
+        Step::FetchAssets(&[Asset::Tokenizers, Asset::Model]),
         Step::Cargo {
-            title: "vocab-index inspect example on the llama3 tokenizer",
-            args,
+            title: "the demo: structured extraction on the default model",
+            args: [
+                "run",
+                "--release",
+                "-p",
+                "cli",
+                "--bin",
+                "stencil",
+                "--",
+                "demo",
+            ]
+            .map(OsString::from)
+            .into(),
         },
     ]
 }
@@ -158,6 +170,20 @@ pub const BENCHES: &[Bench] = &[
         package: "benches",
         target: "sampler",
         assets: &[],
+    },
+    Bench {
+        name: "kernel",
+        about: "the mask kernel: cold and warm masks, commits, applying a mask",
+        package: "benches",
+        target: "kernel",
+        assets: &[Asset::Tokenizers],
+    },
+    Bench {
+        name: "generate",
+        about: "tokens/s with and without the constraint on the default model (args: --json FILE)",
+        package: "benches",
+        target: "generate",
+        assets: &[Asset::Tokenizers, Asset::Model],
     },
     Bench {
         name: "masks",

@@ -1,0 +1,186 @@
+//! `cargo xtask bench generate [-- --json FILE]`: tokens/s with and without the constraint on
+//! the same model, prompt and length, in one run.
+//!
+//! For each round the constrained run goes first (the country example of the demo, greedy);
+//! the unconstrained run then generates exactly as many tokens from the same prompt (end of
+//! sequence disabled), so both decode the same length. Start-up (loading the model, building
+//! the token tables, compiling the schema the first time) is timed separately. Reported
+//! figures are medians over the rounds.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use generate::{GenerateOptions, Generator, Message, Output, Prompt, Request, SchemaInPrompt};
+use runtime_llama::{LlamaConfig, LlamaModel};
+use serde_json::{Value, json};
+
+const SCHEMA: &str = r#"{"type": "array", "items": {"type": "object",
+    "properties": {"name": {"type": "string"}, "continent": {"type": "string"}},
+    "required": ["name", "continent"]}}"#;
+const PROMPT: &str = "Which countries are mentioned in the sentence 'Adamma went home to Nigeria \
+    for the hols'?\nYour answer should be only JSON, according to this schema: #!JSON_SCHEMA!#";
+
+struct Args {
+    json: Option<PathBuf>,
+    rounds: usize,
+    max_tokens: usize,
+    threads: Option<u32>,
+}
+
+fn parse_args() -> Result<Args> {
+    let mut args = Args {
+        json: None,
+        rounds: 3,
+        max_tokens: 96,
+        threads: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().with_context(|| format!("{name} needs a value"));
+        match a.as_str() {
+            // Passed by `cargo bench`.
+            "--bench" => {}
+            "--json" => args.json = Some(PathBuf::from(value("--json")?)),
+            "--rounds" => args.rounds = value("--rounds")?.parse()?,
+            "--max-tokens" => args.max_tokens = value("--max-tokens")?.parse()?,
+            "--threads" => args.threads = Some(value("--threads")?.parse()?),
+            "--help" | "-h" => {
+                println!(
+                    "generate bench: [--json FILE] [--rounds N (3)] [--max-tokens N (96)] [--threads N]"
+                );
+                std::process::exit(0);
+            }
+            other => bail!("unknown argument {other:?} (try --help)"),
+        }
+    }
+    if args.rounds == 0 || args.max_tokens == 0 {
+        bail!("--rounds and --max-tokens must be positive");
+    }
+    Ok(args)
+}
+
+fn assets() -> PathBuf {
+    std::env::var_os("STENCIL_ASSETS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn request(schema: Option<Value>, max_tokens: usize) -> Request {
+    let mut prompt = PROMPT.to_string();
+    if schema.is_none() {
+        prompt = prompt.replace(generate::SCHEMA_PLACEHOLDER, SCHEMA);
+    }
+    Request {
+        prompt: Prompt::Chat(vec![Message::new("user", prompt)]),
+        schema,
+        schema_in_prompt: SchemaInPrompt::Auto,
+        options: GenerateOptions {
+            max_tokens,
+            // Decode the budget in full: no early close, no end of sequence.
+            close_at_budget: false,
+            ignore_eos: true,
+            ..GenerateOptions::default()
+        },
+    }
+}
+
+fn main() -> Result<()> {
+    let args = parse_args()?;
+    let assets = assets();
+    let model_path = assets.join("models/gemma-3-270m-q4_k_m.gguf");
+    let tok_path = assets.join("tokenizers/gemma3/tokenizer.json");
+    if !model_path.is_file() || !tok_path.is_file() {
+        bail!(
+            "{} or {} is missing: run `cargo xtask fetch-assets`",
+            model_path.display(),
+            tok_path.display()
+        );
+    }
+    let schema: Value = serde_json::from_str(SCHEMA)?;
+
+    let t = Instant::now();
+    let mut config = LlamaConfig::default();
+    if let Some(n) = args.threads {
+        config = config.with_threads(n, n);
+    }
+    let model = LlamaModel::load(&model_path, config)?;
+    let load_model_ms = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let tokenizer = Arc::new(generate::Tokenizer::from_file(&tok_path)?);
+    let mut generator = Generator::new(model, tokenizer)?;
+    let token_tables_ms = t.elapsed().as_secs_f64() * 1e3;
+    let (_, compile_ms) = generator.compile(&schema)?;
+    let startup_ms = load_model_ms + token_tables_ms + compile_ms;
+    println!(
+        "start-up: model {load_model_ms:.0} ms, tokenizer and token tables {token_tables_ms:.0} ms, \
+         schema {compile_ms:.2} ms: {startup_ms:.0} ms"
+    );
+
+    let mut sink = |_: &str| true;
+    // Warm-up: page in the weights, fill the mask cache as a serving process would have.
+    generator.generate(&request(Some(schema.clone()), 16), &mut sink)?;
+
+    let (mut c_tps, mut u_tps, mut mask_us, mut lengths) = (vec![], vec![], vec![], vec![]);
+    let mut sample: Option<Output> = None;
+    for round in 0..args.rounds {
+        let c = generator.generate(&request(Some(schema.clone()), args.max_tokens), &mut sink)?;
+        let n = c.completion_tokens;
+        let u = generator.generate(&request(None, n), &mut sink)?;
+        if u.completion_tokens != n {
+            bail!(
+                "unconstrained run made {} tokens, not {n}",
+                u.completion_tokens
+            );
+        }
+        println!(
+            "round {}: {n} tokens ({} forced); constrained {:.1} tokens/s (mask {:.1} µs/token), \
+             unconstrained {:.1} tokens/s",
+            round + 1,
+            c.forced_tokens,
+            c.timing.tokens_per_s,
+            c.timing.mask_us_mean,
+            u.timing.tokens_per_s
+        );
+        c_tps.push(c.timing.tokens_per_s);
+        u_tps.push(u.timing.tokens_per_s);
+        mask_us.push(c.timing.mask_us_mean);
+        lengths.push(n as f64);
+        sample.get_or_insert(c);
+    }
+    let (c, u) = (median(c_tps), median(u_tps));
+    let ratio = c / u;
+    println!(
+        "median: constrained {c:.1} tokens/s, unconstrained {u:.1} tokens/s, ratio {:.1}%, mask {:.1} µs/token",
+        ratio * 100.0,
+        median(mask_us.clone())
+    );
+    if let Some(s) = &sample {
+        println!("constrained text ({:?}): {}", s.stop, s.text);
+    }
+    let report = json!({
+        "model": model_path.file_name().map(|f| f.to_string_lossy().into_owned()),
+        "rounds": args.rounds,
+        "tokens": median(lengths),
+        "constrained_tps": c,
+        "unconstrained_tps": u,
+        "ratio": ratio,
+        "mask_us_per_token": median(mask_us),
+        "startup_ms": startup_ms,
+        "load_model_ms": load_model_ms,
+        "token_tables_ms": token_tables_ms,
+        "compile_ms": compile_ms,
+    });
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}

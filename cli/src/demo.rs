@@ -1,0 +1,196 @@
+//! `stencil demo`: the examples of `cli/demo/examples.json` on the default model, each run
+//! constrained (output checked against its schema by an independent validator) and then
+//! unconstrained with the same prompt and budget, for a side-by-side tokens/s figure.
+
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use generate::{GenerateOptions, Message, Output, Prompt, Request, SchemaInPrompt};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::generate::ModelArgs;
+
+/// The built-in examples.
+const EXAMPLES: &str = include_str!("../demo/examples.json");
+
+#[derive(Deserialize)]
+struct Example {
+    name: String,
+    about: String,
+    prompt: String,
+    schema: Value,
+    max_tokens: usize,
+}
+
+/// Arguments of `stencil demo`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Run only the example with this name.
+    #[arg(long)]
+    only: Option<String>,
+    /// Skip the unconstrained comparison runs.
+    #[arg(long)]
+    no_compare: bool,
+    /// Seed of the sampler (the demo samples greedily, so it only matters with --temp).
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Sampling temperature (0: greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temp: f32,
+}
+
+fn request(example: &Example, schema: Option<&Value>, args: &Args) -> Request {
+    let mut options = GenerateOptions {
+        max_tokens: example.max_tokens,
+        seed: args.seed,
+        ..GenerateOptions::default()
+    };
+    options.sampler.temperature = args.temp;
+    let mut prompt = example.prompt.clone();
+    if schema.is_none() {
+        // The unconstrained run sees the same schema text in its prompt.
+        prompt = prompt.replace(generate::SCHEMA_PLACEHOLDER, &example.schema.to_string());
+    }
+    Request {
+        prompt: Prompt::Chat(vec![Message::new("user", prompt)]),
+        schema: schema.cloned(),
+        schema_in_prompt: SchemaInPrompt::Auto,
+        options,
+    }
+}
+
+/// Runs the demo; fails when any constrained output does not validate.
+pub fn run(args: Args) -> Result<()> {
+    let examples: Vec<Example> =
+        serde_json::from_str(EXAMPLES).context("parsing the built-in examples")?;
+    let examples: Vec<&Example> = examples
+        .iter()
+        .filter(|e| args.only.as_ref().is_none_or(|o| *o == e.name))
+        .collect();
+    if examples.is_empty() {
+        bail!("no example named {:?}", args.only.as_deref().unwrap_or(""));
+    }
+    let t0 = Instant::now();
+    let mut generator = args.model.load()?;
+    eprintln!(
+        "loaded the model and built the token tables in {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let mut failures = Vec::new();
+    let (mut c_tokens, mut c_ms, mut u_tokens, mut u_ms) = (0usize, 0f64, 0usize, 0f64);
+    for example in examples {
+        println!("\n== {}: {}", example.name, example.about);
+        println!("schema: {}", example.schema);
+        let validator = jsonschema::draft202012::options()
+            .should_validate_formats(true)
+            .build(&example.schema)
+            .map_err(|e| anyhow::anyhow!("the example schema {} is invalid: {e}", example.name))?;
+        let out = run_one(
+            &mut generator,
+            &request(example, Some(&example.schema), &args),
+        )?;
+        let verdict = match serde_json::from_str::<Value>(&out.text) {
+            Ok(v) if out.complete && validator.is_valid(&v) => "valid JSON, validates",
+            Ok(_) if !out.complete => "incomplete",
+            Ok(v) => {
+                let errors: Vec<String> =
+                    validator.iter_errors(&v).map(|e| e.to_string()).collect();
+                failures.push(format!("{}: {}", example.name, errors.join("; ")));
+                "INVALID"
+            }
+            Err(e) => {
+                failures.push(format!("{}: not JSON: {e}", example.name));
+                "NOT JSON"
+            }
+        };
+        if verdict == "incomplete" {
+            failures.push(format!(
+                "{}: the document is incomplete ({:?})",
+                example.name, out.stop
+            ));
+        }
+        println!("-> {verdict}; {}", stats(&out));
+        c_tokens += out.completion_tokens;
+        c_ms += out.timing.decode_ms;
+        if !args.no_compare {
+            let free = request(example, None, &args);
+            let mut sink = |_: &str| true;
+            let u = generator.generate(&free, &mut sink)?;
+            let parses = serde_json::from_str::<Value>(u.text.trim()).is_ok();
+            let first_line = u.text.trim().lines().next().unwrap_or("");
+            println!(
+                "unconstrained, same prompt: {} ({}); starts {:?}",
+                stats(&u),
+                if parses {
+                    "parses as JSON"
+                } else {
+                    "does not parse as JSON"
+                },
+                truncate(first_line, 60)
+            );
+            u_tokens += u.completion_tokens;
+            u_ms += u.timing.decode_ms;
+        }
+    }
+    let tps = |n: usize, ms: f64| if ms > 0.0 { n as f64 / ms * 1e3 } else { 0.0 };
+    print!(
+        "\nstats: constrained {:.1} tokens/s ({c_tokens} tokens)",
+        tps(c_tokens, c_ms)
+    );
+    if !args.no_compare {
+        print!(
+            ", unconstrained {:.1} tokens/s ({u_tokens} tokens)",
+            tps(u_tokens, u_ms)
+        );
+    }
+    println!();
+    if !failures.is_empty() {
+        bail!(
+            "{} example(s) failed:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+    Ok(())
+}
+
+fn run_one<M: generate::Model>(
+    generator: &mut generate::Generator<M>,
+    request: &Request,
+) -> Result<Output> {
+    let mut stdout = std::io::stdout().lock();
+    let out = generator.generate(request, &mut |piece| {
+        let _ = stdout.write_all(piece.as_bytes());
+        let _ = stdout.flush();
+        true
+    })?;
+    writeln!(stdout)?;
+    Ok(out)
+}
+
+fn stats(out: &Output) -> String {
+    let t = &out.timing;
+    format!(
+        "{} tokens ({} forced) at {:.1} tokens/s, mask {:.1} µs/token, prompt {} tokens in {:.0} ms, compile {:.2} ms, stop: {:?}",
+        out.completion_tokens,
+        out.forced_tokens,
+        t.tokens_per_s,
+        t.mask_us_mean,
+        out.prompt_tokens,
+        t.prompt_ms,
+        t.compile_ms,
+        out.stop
+    )
+}
+
+fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}…", s.chars().take(n).collect::<String>())
+    }
+}

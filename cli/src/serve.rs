@@ -1,0 +1,70 @@
+//! `stencil serve`: the OpenAI-compatible server on the default (or a given) model.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use anyhow::Result;
+use server::ServerConfig;
+use tracing_subscriber::EnvFilter;
+
+use crate::generate::{ModelArgs, default_model};
+
+/// Arguments of `stencil serve`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to listen on (0: any free port; the log says which).
+    #[arg(long, default_value_t = 8000)]
+    port: u16,
+    /// Requests that may wait while one generates; one more is answered 503.
+    #[arg(long, default_value_t = 32)]
+    queue: usize,
+    /// Largest request body in bytes; a larger one is answered 413.
+    #[arg(long, default_value_t = 1 << 20)]
+    max_body: usize,
+    /// Most completion tokens a request may ask for (more is a 400); also the budget of a
+    /// request that does not say.
+    #[arg(long, default_value_t = 2048)]
+    max_tokens_limit: usize,
+    /// The model id clients see (default: the model file's name without `.gguf`).
+    #[arg(long)]
+    model_id: Option<String>,
+    /// On SIGINT/SIGTERM, seconds that requests in flight may still run before they are
+    /// cancelled.
+    #[arg(long, default_value_t = 10.0)]
+    shutdown_grace: f64,
+}
+
+pub fn run(args: Args) -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let model_path = args.model.model.clone().unwrap_or_else(default_model);
+    let model_id = args.model_id.clone().unwrap_or_else(|| {
+        model_path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "stencil".into())
+    });
+    let config = ServerConfig {
+        host: args.host,
+        port: args.port,
+        queue: args.queue,
+        max_body: args.max_body,
+        max_tokens: args.max_tokens_limit,
+        model_id,
+        shutdown_grace: Duration::from_secs_f64(args.shutdown_grace.max(0.0)),
+    };
+    tracing::info!(model = %model_path.display(), "loading the model");
+    let model = args.model;
+    server::serve(config, move || model.load())?;
+    Ok(())
+}

@@ -1,0 +1,936 @@
+//! Tool calling: tools described the OpenAI way, calls constrained by the tools' schemas, and a
+//! loop that runs the tools and feeds their results back.
+//!
+//! # One turn
+//!
+//! [`Generator::generate_with_tools`] renders the conversation with the tools, generates one
+//! assistant turn under a constraint built from the tools and the [`ToolChoice`], and returns a
+//! [`Reply`]: text, or calls with parsed arguments.
+//!
+//! - The constraint for a call is compiled from the tools' schemas: each call is an object with
+//!   the tool's name as a `const` and its arguments under the tool's `parameters` schema
+//!   (several tools are `anyOf` alternatives, decided by the name). Several calls in one turn
+//!   are allowed (an array of at least one call, or repeated blocks, as the format says).
+//! - [`ToolChoice::Required`] allows calls only, [`ToolChoice::Named`] only calls to that tool,
+//!   [`ToolChoice::None`] only text (and the tools are left out of the prompt).
+//! - [`ToolChoice::Auto`] lets the model choose, and the choice is constrained too: the
+//!   constraint is the union of a call and of text that does not start with the call opening
+//!   (see [`ToolRecognizer`]). Once the opening is written the turn can only end as a complete,
+//!   valid call, so there are no half-formed calls. In the JSON formats a text answer may
+//!   therefore not start with `{`; with Hermes tags it may not contain `<tool_call>`. The same
+//!   text rule applies with `none`, so a text answer never looks like a call.
+//!
+//! # Formats
+//!
+//! [`ToolFormat::detect`] uses the model's own format when its chat template defines one:
+//!
+//! | template | format | calls look like |
+//! | --- | --- | --- |
+//! | Qwen 2.5 / Qwen 3, Hermes | [`ToolFormat::Hermes`] | `<tool_call>\n{"name": .., "arguments": {..}}\n</tool_call>`, one block per call |
+//! | Llama 3.1+ with tools | [`ToolFormat::Llama3Json`] | `{"name": .., "parameters": {..}}`, one call per turn |
+//! | anything else (Gemma 3, the original Llama 3 template, no template) | [`ToolFormat::JsonEnvelope`] | `{"tool_calls":[{"name":..,"arguments":{..}}]}` |
+//!
+//! With a template's own format the tools are passed to the template (`tools`), assistant calls
+//! as OpenAI `tool_calls` and results as `tool` messages. Otherwise a system message lists the
+//! tools and shows the envelope, assistant calls are written in the envelope, and results go
+//! back as a user message (`Tool results:` then `name: result` per call): templates such as
+//! Gemma's reject a `tool` role. A template with its own format that fails to render falls back
+//! to the same plain rendering.
+//!
+//! # The loop
+//!
+//! [`ToolLoop`] runs several trips: generate, run the called tools (Rust closures registered
+//! as [`ToolHandler`]s), append the results as `tool` messages, and repeat until the model
+//! answers in text or `max_trips` is reached. See [`ToolLoop`] for the choice policy per trip
+//! and the timeout. [`builtin::calculator`] is a safe arithmetic tool for demos and tests.
+//!
+//! # Example
+//!
+//! ```no_run
+//! # fn demo<M: generate::Model>(generator: &mut generate::Generator<M>) -> Result<(), generate::GenerateError> {
+//! use generate::Message;
+//! use generate::tools::{ToolChoice, ToolLoop, builtin};
+//!
+//! let (tool, handler) = builtin::calculator();
+//! let result = ToolLoop::new()
+//!     .tool(tool, handler)
+//!     .choice(ToolChoice::Required) // the first trip must call a tool
+//!     .run(generator, vec![Message::new("user", "What is 1234 * 5678?")])?;
+//! println!("{}", result.answer.unwrap_or_default());
+//! # Ok(()) }
+//! ```
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mask_kernel::Session;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::engine::{GenerateOptions, Generator, Output, StopReason};
+use crate::error::GenerateError;
+use crate::model::Model;
+use crate::template::Message;
+use vocab_index::TokenId;
+
+pub mod builtin;
+mod format;
+mod recognizer;
+mod tool_loop;
+
+pub use format::ToolFormat;
+pub use recognizer::{Branches, CallLayout, CallSequence, TextGuard, ToolRecognizer};
+pub use tool_loop::{
+    LoopEvent, LoopResult, LoopStop, ToolHandler, ToolLoop, ToolOutcome, TripStats,
+};
+
+/// A function the model may call, described the OpenAI way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// The name (`[A-Za-z0-9_-]`, 1 to 64 characters).
+    pub name: String,
+    /// What it does, for the model.
+    pub description: Option<String>,
+    /// A JSON Schema for the arguments (an object schema, usually).
+    pub parameters: Value,
+}
+
+impl Tool {
+    /// A tool with a name, a description and a parameters schema.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Tool {
+        Tool {
+            name: name.into(),
+            description: Some(description.into()),
+            parameters,
+        }
+    }
+
+    /// Reads an OpenAI tool: `{"type": "function", "function": {"name", "description",
+    /// "parameters"}}` (a bare `{"name", ...}` is accepted too). Missing parameters mean no
+    /// arguments (`{"type": "object", "properties": {}}`).
+    ///
+    /// # Errors
+    ///
+    /// [`GenerateError::InvalidTool`] for another tool type, a missing or malformed name, a
+    /// description that is not a string, or parameters that are not a schema.
+    pub fn from_openai(v: &Value) -> Result<Tool, GenerateError> {
+        let invalid = |s: String| GenerateError::InvalidTool(s);
+        let obj = v
+            .as_object()
+            .ok_or_else(|| invalid(format!("a tool must be a JSON object, not {}", kind(v))))?;
+        let f = match obj.get("type") {
+            Some(Value::String(t)) if t == "function" => obj
+                .get("function")
+                .ok_or_else(|| invalid("a function tool needs a `function` object".into()))?,
+            Some(Value::String(t)) => {
+                return Err(invalid(format!(
+                    "unsupported tool type `{t}` (only `function` is supported)"
+                )));
+            }
+            Some(other) => {
+                return Err(invalid(format!(
+                    "`type` must be a string, not {}",
+                    kind(other)
+                )));
+            }
+            None => obj.get("function").unwrap_or(v),
+        };
+        let f = f
+            .as_object()
+            .ok_or_else(|| invalid(format!("`function` must be an object, not {}", kind(f))))?;
+        let name = match f.get("name") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "`name` must be a string, not {}",
+                    kind(other)
+                )));
+            }
+            None => return Err(invalid("a function needs a `name`".into())),
+        };
+        check_name(&name)?;
+        let description = match f.get("description") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "tool `{name}`: `description` must be a string, not {}",
+                    kind(other)
+                )));
+            }
+        };
+        let parameters = match f.get("parameters") {
+            None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+            Some(p @ (Value::Object(_) | Value::Bool(_))) => p.clone(),
+            Some(other) => {
+                return Err(invalid(format!(
+                    "tool `{name}`: `parameters` must be a JSON Schema object, not {}",
+                    kind(other)
+                )));
+            }
+        };
+        Ok(Tool {
+            name,
+            description,
+            parameters,
+        })
+    }
+
+    /// The OpenAI shape: `{"type": "function", "function": {"name", "description"?,
+    /// "parameters"}}`.
+    pub fn to_openai(&self) -> Value {
+        let mut f = json!({"name": self.name, "parameters": self.parameters});
+        if let Some(d) = &self.description {
+            f["description"] = Value::String(d.clone());
+        }
+        json!({"type": "function", "function": f})
+    }
+
+    /// Reads a list of OpenAI tools (for example the `tools` of a request, or a file).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tool::from_openai`], naming the index; [`GenerateError::InvalidTool`] as well when
+    /// `v` is not an array or two tools share a name.
+    pub fn list_from_openai(v: &Value) -> Result<Vec<Tool>, GenerateError> {
+        let list = v.as_array().ok_or_else(|| {
+            GenerateError::InvalidTool(format!("tools must be an array, not {}", kind(v)))
+        })?;
+        let mut tools = Vec::with_capacity(list.len());
+        for (i, t) in list.iter().enumerate() {
+            let tool = Tool::from_openai(t).map_err(|e| match e {
+                GenerateError::InvalidTool(m) => {
+                    GenerateError::InvalidTool(format!("tools[{i}]: {m}"))
+                }
+                e => e,
+            })?;
+            tools.push(tool);
+        }
+        check_unique(&tools)?;
+        Ok(tools)
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn check_name(name: &str) -> Result<(), GenerateError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(GenerateError::InvalidTool(format!(
+            "tool name {name:?} must be 1 to 64 characters from a-z, A-Z, 0-9, `_` and `-`"
+        )))
+    }
+}
+
+fn check_unique(tools: &[Tool]) -> Result<(), GenerateError> {
+    for (i, t) in tools.iter().enumerate() {
+        if tools[..i].iter().any(|u| u.name == t.name) {
+            return Err(GenerateError::InvalidTool(format!(
+                "two tools are named `{}`",
+                t.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Whether and which tools the model may or must call.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// Text or calls, as the model chooses (constrained either way).
+    #[default]
+    Auto,
+    /// At least one call.
+    Required,
+    /// Text only; the tools are left out of the prompt.
+    None,
+    /// Calls to this tool only.
+    Named(String),
+}
+
+impl ToolChoice {
+    /// Reads an OpenAI `tool_choice`: `"auto"`, `"required"`, `"none"` or
+    /// `{"type": "function", "function": {"name": ...}}` (`{"type": "function", "name": ...}`
+    /// too). `null` is `auto`.
+    ///
+    /// # Errors
+    ///
+    /// [`GenerateError::InvalidTool`] for anything else.
+    pub fn from_openai(v: &Value) -> Result<ToolChoice, GenerateError> {
+        let invalid = |s: String| GenerateError::InvalidTool(format!("tool_choice: {s}"));
+        match v {
+            Value::Null => Ok(ToolChoice::Auto),
+            Value::String(s) => match s.as_str() {
+                "auto" => Ok(ToolChoice::Auto),
+                "required" => Ok(ToolChoice::Required),
+                "none" => Ok(ToolChoice::None),
+                other => Err(invalid(format!(
+                    "unknown value {other:?} (expected \"auto\", \"required\", \"none\" or a function)"
+                ))),
+            },
+            Value::Object(o) => {
+                match o.get("type").and_then(Value::as_str) {
+                    Some("function") => {}
+                    Some(t) => {
+                        return Err(invalid(format!(
+                            "unsupported type {t:?} (expected \"function\")"
+                        )));
+                    }
+                    None => return Err(invalid("an object needs `\"type\": \"function\"`".into())),
+                }
+                let name = o
+                    .get("function")
+                    .and_then(|f| f.get("name"))
+                    .or_else(|| o.get("name"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid("a function choice needs `function.name`".into()))?;
+                Ok(ToolChoice::Named(name.to_string()))
+            }
+            other => Err(invalid(format!(
+                "expected a string or an object, not {}",
+                kind(other)
+            ))),
+        }
+    }
+
+    /// The OpenAI shape.
+    pub fn to_openai(&self) -> Value {
+        match self {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Named(n) => json!({"type": "function", "function": {"name": n}}),
+        }
+    }
+}
+
+impl std::str::FromStr for ToolChoice {
+    type Err = GenerateError;
+
+    /// `auto`, `required`, `none`, or a tool name.
+    fn from_str(s: &str) -> Result<ToolChoice, GenerateError> {
+        match s {
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Required),
+            "none" => Ok(ToolChoice::None),
+            name => {
+                check_name(name)?;
+                Ok(ToolChoice::Named(name.to_string()))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ToolChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolChoice::Auto => f.write_str("auto"),
+            ToolChoice::Required => f.write_str("required"),
+            ToolChoice::None => f.write_str("none"),
+            ToolChoice::Named(n) => f.write_str(n),
+        }
+    }
+}
+
+/// One call the model made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// A process-wide unique id, `call_<n>`.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// The arguments, valid under the tool's parameters schema.
+    pub arguments: Value,
+}
+
+impl ToolCall {
+    /// A call with a fresh id.
+    pub fn new(name: impl Into<String>, arguments: Value) -> ToolCall {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        ToolCall {
+            id: format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed)),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    /// The OpenAI shape: `{"id", "type": "function", "function": {"name", "arguments": <JSON
+    /// text>}}`.
+    pub fn to_openai(&self) -> Value {
+        json!({
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments.to_string()}
+        })
+    }
+
+    /// The assistant message that made `calls` (OpenAI `tool_calls`), for a transcript.
+    pub fn assistant_message(calls: &[ToolCall]) -> Message {
+        let mut m = Message::new("assistant", "");
+        m.tool_calls = Some(Value::Array(
+            calls.iter().map(ToolCall::to_openai).collect(),
+        ));
+        m
+    }
+
+    /// The `tool` message answering this call.
+    pub fn result_message(&self, content: impl Into<String>) -> Message {
+        let mut m = Message::new("tool", content);
+        m.tool_call_id = Some(self.id.clone());
+        m.name = Some(self.name.clone());
+        m
+    }
+}
+
+/// What the model answered in a tool-calling turn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A text answer (surrounding whitespace removed).
+    Text(String),
+    /// One or more calls, in order.
+    Calls(Vec<ToolCall>),
+}
+
+/// The constraint and prompt decisions for one turn.
+struct Plan<'a> {
+    /// Tools described in the prompt.
+    described: Vec<&'a Tool>,
+    /// Tools the constraint allows calls to.
+    callable: Vec<&'a Tool>,
+    branches: Branches,
+}
+
+fn plan<'a>(tools: &'a [Tool], choice: &ToolChoice) -> Result<Plan<'a>, GenerateError> {
+    check_unique(tools)?;
+    for t in tools {
+        check_name(&t.name)?;
+    }
+    let all: Vec<&Tool> = tools.iter().collect();
+    Ok(match choice {
+        ToolChoice::None => Plan {
+            described: Vec::new(),
+            callable: Vec::new(),
+            branches: Branches::Text,
+        },
+        ToolChoice::Auto if tools.is_empty() => Plan {
+            described: Vec::new(),
+            callable: Vec::new(),
+            branches: Branches::Text,
+        },
+        ToolChoice::Auto => Plan {
+            described: all.clone(),
+            callable: all,
+            branches: Branches::Either,
+        },
+        ToolChoice::Required if tools.is_empty() => {
+            return Err(GenerateError::InvalidTool(
+                "tool_choice `required` needs at least one tool".into(),
+            ));
+        }
+        ToolChoice::Required => Plan {
+            described: all.clone(),
+            callable: all,
+            branches: Branches::Calls,
+        },
+        ToolChoice::Named(name) => {
+            let Some(t) = tools.iter().find(|t| &t.name == name) else {
+                let available = if tools.is_empty() {
+                    "none".to_string()
+                } else {
+                    tools
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(GenerateError::UnknownTool {
+                    name: name.clone(),
+                    available,
+                });
+            };
+            Plan {
+                described: all,
+                callable: vec![t],
+                branches: Branches::Calls,
+            }
+        }
+    })
+}
+
+fn schema_error(tool: &str, e: schema_compiler::CompileError) -> GenerateError {
+    let keyword = match (&e, e.keyword()) {
+        (_, Some(k)) => k.to_string(),
+        (schema_compiler::CompileError::Limit { limit, .. }, None) => (*limit).to_string(),
+        _ => String::new(),
+    };
+    GenerateError::ToolSchema {
+        tool: tool.to_string(),
+        keyword,
+        pointer: e.pointer().to_string(),
+        source: Box::new(e),
+    }
+}
+
+impl<M: Model> Generator<M> {
+    /// The tool-call format of this generator's chat template.
+    pub fn tool_format(&self) -> ToolFormat {
+        ToolFormat::detect(self.tokenizer().chat_template())
+    }
+
+    /// Checks that every tool's parameters schema compiles (the grammars are cached).
+    ///
+    /// # Errors
+    ///
+    /// [`GenerateError::ToolSchema`] with the keyword and the JSON pointer (inside the tool's
+    /// `parameters`) of the first problem.
+    pub fn check_tools(&mut self, tools: &[Tool]) -> Result<(), GenerateError> {
+        for t in tools {
+            self.compile(&t.parameters).map_err(|e| match e {
+                GenerateError::Schema(e) => schema_error(&t.name, e),
+                e => e,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Renders and tokenizes a tool-calling conversation (see the [module docs](self) for how
+    /// tools, calls and results are rendered per format).
+    pub fn tool_prompt(
+        &self,
+        messages: &[Message],
+        tools: &[Tool],
+        choice: &ToolChoice,
+    ) -> Result<Vec<TokenId>, GenerateError> {
+        let plan = plan(tools, choice)?;
+        self.render_tools(messages, &plan.described, choice)
+    }
+
+    fn render_tools(
+        &self,
+        messages: &[Message],
+        described: &[&Tool],
+        choice: &ToolChoice,
+    ) -> Result<Vec<TokenId>, GenerateError> {
+        let format = self.tool_format();
+        let tokenizer = self.tokenizer().clone();
+        let instruction = (!described.is_empty()).then(|| format.instruction(described, choice));
+        let Some(template) = tokenizer.chat_template() else {
+            let mut msgs = format::plain_messages(format, messages);
+            if let Some(i) = &instruction {
+                msgs.insert(0, Message::new("system", i.clone()));
+            }
+            let text = msgs
+                .iter()
+                .map(|m| m.content.as_str())
+                .collect::<Vec<_>>()
+                .join("\n\n");
+            return tokenizer.encode(&format!("{text}\n"), true);
+        };
+        if format.native() {
+            let msgs = format::native_messages(format, messages);
+            let tools: Option<Value> = (!described.is_empty())
+                .then(|| Value::Array(described.iter().map(|t| t.to_openai()).collect()));
+            match template.render(&msgs, true, tools.as_ref()) {
+                Ok(text) => return tokenizer.encode(&text, false),
+                Err(e) => tracing::debug!(
+                    "the template's tool rendering failed ({e}); using the plain rendering"
+                ),
+            }
+        }
+        let msgs = format::plain_messages(format, messages);
+        let Some(instruction) = instruction else {
+            return tokenizer.encode(&template.render(&msgs, true, None)?, false);
+        };
+        // The instruction goes into the system message; templates without a system role get
+        // it at the start of the first user message.
+        let mut with_system = msgs.clone();
+        match with_system.first_mut() {
+            Some(m) if m.role == "system" => {
+                m.content = format!("{}\n\n{instruction}", m.content.trim_end());
+            }
+            _ => with_system.insert(0, Message::new("system", instruction.clone())),
+        }
+        match template.render(&with_system, true, None) {
+            Ok(text) => tokenizer.encode(&text, false),
+            Err(first) => {
+                let mut msgs = msgs;
+                match msgs.iter_mut().find(|m| m.role == "user") {
+                    Some(m) => m.content = format!("{instruction}\n\n{}", m.content),
+                    None => return Err(first),
+                }
+                tokenizer.encode(&template.render(&msgs, true, None)?, false)
+            }
+        }
+    }
+
+    /// One model turn with tools available: renders `messages` with `tools`, generates under
+    /// the constraint `choice` asks for, and reads the output as text or calls. `on_text`
+    /// streams the raw generated text (a call's JSON included); it returns `false` to cancel.
+    ///
+    /// `options.stop` applies to text answers (the constraint does not see stop strings): the
+    /// text is cut before the first one and the output's stop reason is
+    /// [`StopReason::Stop`].
+    ///
+    /// # Errors
+    ///
+    /// [`GenerateError::InvalidTool`] (duplicate names, `required` without tools),
+    /// [`GenerateError::UnknownTool`] (a named tool that is not there),
+    /// [`GenerateError::ToolSchema`] (a parameters schema that does not compile, with keyword
+    /// and pointer), [`GenerateError::ToolCallParse`] (generation stopped inside a call without
+    /// being cancelled, which `close_at_budget` prevents), and the errors of
+    /// [`Generator::generate`]. A call cut off by cancellation comes back as
+    /// [`Reply::Text`] with [`StopReason::Cancelled`].
+    pub fn generate_with_tools(
+        &mut self,
+        messages: Vec<Message>,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        options: GenerateOptions,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<(Reply, Output), GenerateError> {
+        self.generate_with_tools_limited(messages, tools, choice, None, options, on_text)
+    }
+
+    /// [`Generator::generate_with_tools`] with at most `max_calls` calls in the turn (`None`:
+    /// as many as the format allows; `Some(1)` is OpenAI's `parallel_tool_calls: false`).
+    /// Small models tend to repeat a call until the token budget runs out; a limit stops
+    /// that.
+    ///
+    /// When the budget runs out inside a later call anyway, the complete calls before it are
+    /// returned (the stop reason says [`StopReason::MaxTokens`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::generate_with_tools`]; [`GenerateError::InvalidTool`] for
+    /// `Some(0)`.
+    pub fn generate_with_tools_limited(
+        &mut self,
+        messages: Vec<Message>,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        max_calls: Option<usize>,
+        options: GenerateOptions,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<(Reply, Output), GenerateError> {
+        if max_calls == Some(0) {
+            return Err(GenerateError::InvalidTool(
+                "max_calls must be at least 1".into(),
+            ));
+        }
+        let max_calls = max_calls.unwrap_or(usize::MAX);
+        let plan = plan(tools, choice)?;
+        let format = self.tool_format();
+        let prompt = self.render_tools(&messages, &plan.described, choice)?;
+
+        let text = TextGuard::new(format.opening().as_bytes(), format.marker().as_bytes());
+        let (calls, grammar, key, compile_ms) = if plan.branches == Branches::Text {
+            // No grammar: the cache entry holds the trivial one.
+            let (grammar, _) = self.compile(&Value::Bool(true))?;
+            (
+                None,
+                grammar,
+                format!("tools\0text\0{}", format.name()),
+                0.0,
+            )
+        } else {
+            let owned: Vec<Tool> = plan.callable.iter().map(|t| (*t).clone()).collect();
+            self.check_tools(&owned)?;
+            let schema = format.call_schema(&plan.callable, max_calls);
+            let (grammar, ms) = self.compile(&schema).map_err(|e| match e {
+                GenerateError::Schema(e) => schema_error("(all tools)", e),
+                e => e,
+            })?;
+            let layout = Arc::new(format.layout(max_calls));
+            let seq = CallSequence::new(grammar.clone(), layout);
+            let key = format!("tools\0{:?}\0{}\0{schema}", plan.branches, format.name());
+            (Some(seq), grammar, key, ms)
+        };
+        let recognizer = ToolRecognizer::new(plan.branches, text, calls);
+        let mut cache = self.take_mask_cache(&key);
+        let session = Session::new(self.kernel().clone(), recognizer);
+
+        let mut seen = String::new();
+        let mut stopped_at: Option<usize> = None;
+        let stops = options.stop.clone();
+        let mut wrapped = |piece: &str| -> bool {
+            let before = seen.len();
+            seen.push_str(piece);
+            if !stops.is_empty() && !format.is_call(&seen) {
+                let mut from =
+                    before.saturating_sub(stops.iter().map(String::len).max().unwrap_or(0));
+                while !seen.is_char_boundary(from) {
+                    from -= 1;
+                }
+                let hit = stops
+                    .iter()
+                    .filter(|s| !s.is_empty())
+                    .filter_map(|s| seen[from..].find(s.as_str()).map(|i| from + i))
+                    .min();
+                if let Some(at) = hit {
+                    stopped_at = Some(at);
+                    if at > before {
+                        on_text(&seen[before..at]);
+                    }
+                    return false;
+                }
+            }
+            on_text(piece)
+        };
+        let result = self.run(&prompt, Some((session, &mut cache)), &options, &mut wrapped);
+        self.put_mask_cache(key, grammar, cache);
+        let mut out = result?;
+        out.timing.compile_ms = compile_ms;
+        if let Some(at) = stopped_at {
+            out.text.truncate(at.min(out.text.len()));
+            out.stop = StopReason::Stop;
+        }
+
+        let is_call = match plan.branches {
+            Branches::Text => false,
+            Branches::Calls => true,
+            Branches::Either => format.is_call(&out.text),
+        };
+        if !is_call {
+            return Ok((Reply::Text(out.text.trim().to_string()), out));
+        }
+        let calls = match format.parse_calls(&out.text) {
+            Ok(calls) => calls,
+            Err(_) if out.stop == StopReason::Cancelled => {
+                return Ok((Reply::Text(out.text.trim().to_string()), out));
+            }
+            Err(e) => match format.salvage_calls(&out.text) {
+                Some(calls) if out.stop == StopReason::MaxTokens => calls,
+                _ => return Err(e),
+            },
+        };
+        let calls = calls
+            .into_iter()
+            .map(|(name, arguments)| ToolCall::new(name, arguments))
+            .collect();
+        Ok((Reply::Calls(calls), out))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(r: Result<Tool, GenerateError>) -> String {
+        match r {
+            Err(GenerateError::InvalidTool(m)) => m,
+            other => panic!("expected an invalid tool, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tool_from_and_to_openai() {
+        let v = json!({"type": "function", "function": {
+            "name": "get_weather",
+            "description": "Weather now.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+            "strict": true
+        }});
+        let t = Tool::from_openai(&v).unwrap();
+        assert_eq!(t.name, "get_weather");
+        assert_eq!(t.description.as_deref(), Some("Weather now."));
+        assert_eq!(t.parameters["properties"]["city"]["type"], "string");
+        let back = t.to_openai();
+        assert_eq!(back["type"], "function");
+        assert_eq!(Tool::from_openai(&back).unwrap(), t);
+
+        // Bare functions, missing parameters and descriptions.
+        let t = Tool::from_openai(&json!({"name": "now"})).unwrap();
+        assert_eq!(t.description, None);
+        assert_eq!(t.parameters, json!({"type": "object", "properties": {}}));
+        assert!(t.to_openai()["function"].get("description").is_none());
+        let t = Tool::from_openai(&json!({"function": {"name": "a-b_9"}})).unwrap();
+        assert_eq!(t.name, "a-b_9");
+    }
+
+    #[test]
+    fn tool_errors() {
+        assert!(invalid(Tool::from_openai(&json!([]))).contains("JSON object"));
+        assert!(invalid(Tool::from_openai(&json!({"type": "retrieval"}))).contains("`retrieval`"));
+        assert!(invalid(Tool::from_openai(&json!({"type": "function"}))).contains("`function`"));
+        assert!(
+            invalid(Tool::from_openai(
+                &json!({"type": "function", "function": {}})
+            ))
+            .contains("`name`")
+        );
+        assert!(
+            invalid(Tool::from_openai(&json!({"name": 3}))).contains("`name` must be a string")
+        );
+        for bad in ["", "has space", "dots.not.allowed", "é", &"x".repeat(65)] {
+            assert!(
+                invalid(Tool::from_openai(&json!({"name": bad}))).contains("1 to 64"),
+                "{bad:?}"
+            );
+        }
+        assert!(
+            invalid(Tool::from_openai(&json!({"name": "f", "description": 1})))
+                .contains("`description`")
+        );
+        assert!(
+            invalid(Tool::from_openai(&json!({"name": "f", "parameters": "x"})))
+                .contains("`parameters`")
+        );
+        match Tool::list_from_openai(&json!([{"name": "f"}, {"name": "f"}])) {
+            Err(GenerateError::InvalidTool(m)) => assert!(m.contains("two tools"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        match Tool::list_from_openai(&json!([{"name": "f"}, {"name": 1}])) {
+            Err(GenerateError::InvalidTool(m)) => assert!(m.starts_with("tools[1]"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(Tool::list_from_openai(&json!({})).is_err());
+    }
+
+    #[test]
+    fn tool_choice_from_openai() {
+        assert_eq!(
+            ToolChoice::from_openai(&json!("auto")).unwrap(),
+            ToolChoice::Auto
+        );
+        assert_eq!(
+            ToolChoice::from_openai(&json!("required")).unwrap(),
+            ToolChoice::Required
+        );
+        assert_eq!(
+            ToolChoice::from_openai(&json!("none")).unwrap(),
+            ToolChoice::None
+        );
+        assert_eq!(
+            ToolChoice::from_openai(&Value::Null).unwrap(),
+            ToolChoice::Auto
+        );
+        let named = json!({"type": "function", "function": {"name": "get_weather"}});
+        assert_eq!(
+            ToolChoice::from_openai(&named).unwrap(),
+            ToolChoice::Named("get_weather".into())
+        );
+        assert_eq!(
+            ToolChoice::from_openai(&ToolChoice::Named("get_weather".into()).to_openai()).unwrap(),
+            ToolChoice::Named("get_weather".into())
+        );
+        assert_eq!(
+            ToolChoice::from_openai(&json!({"type": "function", "name": "f"})).unwrap(),
+            ToolChoice::Named("f".into())
+        );
+        for bad in [
+            json!("always"),
+            json!(3),
+            json!({"type": "function"}),
+            json!({"type": "file_search"}),
+            json!({"function": {"name": "f"}}),
+        ] {
+            match ToolChoice::from_openai(&bad) {
+                Err(GenerateError::InvalidTool(m)) => assert!(m.starts_with("tool_choice"), "{m}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        assert_eq!("auto".parse::<ToolChoice>().unwrap(), ToolChoice::Auto);
+        assert_eq!(
+            "calculator".parse::<ToolChoice>().unwrap(),
+            ToolChoice::Named("calculator".into())
+        );
+        assert!("no such".parse::<ToolChoice>().is_err());
+        assert_eq!(ToolChoice::Named("f".into()).to_string(), "f");
+    }
+
+    #[test]
+    fn plans() {
+        let tools = vec![
+            Tool::from_openai(&json!({"name": "a"})).unwrap(),
+            Tool::from_openai(&json!({"name": "b"})).unwrap(),
+        ];
+        let p = plan(&tools, &ToolChoice::Auto).unwrap();
+        assert_eq!(
+            (p.described.len(), p.callable.len(), p.branches),
+            (2, 2, Branches::Either)
+        );
+        let p = plan(&tools, &ToolChoice::Named("b".into())).unwrap();
+        assert_eq!(p.callable[0].name, "b");
+        assert_eq!((p.described.len(), p.branches), (2, Branches::Calls));
+        let p = plan(&tools, &ToolChoice::None).unwrap();
+        assert_eq!((p.described.len(), p.branches), (0, Branches::Text));
+        assert_eq!(
+            plan(&[], &ToolChoice::Auto).unwrap().branches,
+            Branches::Text
+        );
+        match plan(&tools, &ToolChoice::Named("c".into())) {
+            Err(e @ GenerateError::UnknownTool { .. }) => {
+                assert_eq!(
+                    e.to_string(),
+                    "tool_choice names `c`, which is not among the tools (a, b)"
+                )
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        assert!(matches!(
+            plan(&[], &ToolChoice::Required),
+            Err(GenerateError::InvalidTool(_))
+        ));
+    }
+
+    #[test]
+    fn schema_errors_name_keyword_and_pointer() {
+        let e = schema_compiler::Grammar::compile(
+            &json!({"type": "object", "properties": {"x": {"type": "string", "pattern": "("}}}),
+            &schema_compiler::Options::generation(),
+        )
+        .unwrap_err();
+        let e = schema_error("f", e);
+        match &e {
+            GenerateError::ToolSchema {
+                tool,
+                keyword,
+                pointer,
+                ..
+            } => {
+                assert_eq!((tool.as_str(), keyword.as_str()), ("f", "pattern"));
+                assert!(pointer.contains("/properties/x"), "{pointer}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            e.to_string()
+                .starts_with("tool `f`: parameters schema: `pattern` at "),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn call_ids_are_unique() {
+        let a = ToolCall::new("f", json!({}));
+        let b = ToolCall::new("f", json!({}));
+        assert_ne!(a.id, b.id);
+        assert!(a.id.starts_with("call_"));
+        let m = ToolCall::assistant_message(std::slice::from_ref(&a));
+        assert_eq!(
+            m.tool_calls.as_ref().unwrap()[0]["function"]["arguments"],
+            "{}"
+        );
+        let r = a.result_message("42");
+        assert_eq!(
+            (r.role.as_str(), r.tool_call_id.as_deref()),
+            ("tool", Some(a.id.as_str()))
+        );
+    }
+}

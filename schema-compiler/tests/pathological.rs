@@ -1,0 +1,157 @@
+//! Pathological schemas: each compiles within the limits or fails with an error that names
+//! the problem; none hangs (a watchdog bounds every compile) or panics.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use schema_compiler::{Compiler, Matcher, Options};
+use serde_json::{Value, json};
+
+/// Compiles on a thread with a large stack and a deadline; `Ok(accepts(sample))` or the error
+/// text.
+fn compile(schema: Value, sample: &str) -> Result<bool, String> {
+    let (tx, rx) = mpsc::channel();
+    let sample = sample.to_owned();
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let r = Compiler::new(Options::generation())
+                .compile(&schema)
+                .map(|g| {
+                    let mut m = Matcher::new(std::sync::Arc::new(g));
+                    m.push_bytes(sample.as_bytes()).is_ok() && m.is_accepting()
+                })
+                .map_err(|e| e.to_string());
+            let _ = tx.send(r);
+        })
+        .expect("spawning the compile thread");
+    rx.recv_timeout(Duration::from_secs(120))
+        .expect("compiling took more than 120 s (or panicked)")
+}
+
+fn nested_arrays(depth: usize) -> Value {
+    let mut s = json!({"type": "integer"});
+    for _ in 0..depth {
+        s = json!({"type": "array", "items": s});
+    }
+    s
+}
+
+#[test]
+fn moderately_deep_nesting_compiles_on_an_ordinary_thread() {
+    // The test thread's default stack (2 MiB), as in a server's worker thread.
+    let schema = nested_arrays(100);
+    let g = Compiler::new(Options::generation())
+        .compile(&schema)
+        .expect("100 levels compile");
+    let g = std::sync::Arc::new(g);
+    let sample = format!("{}1{}", "[".repeat(60), "]".repeat(60));
+    let mut m = Matcher::new(g.clone());
+    assert!(
+        m.push_bytes(sample.as_bytes()).is_err(),
+        "60 levels is not 100"
+    );
+    // Documents deeper than `Limits::max_depth` (64) are cut off: the documented limit.
+    let mut m = Matcher::new(g);
+    assert!(m.push_bytes("[".repeat(64).as_bytes()).is_ok());
+}
+
+#[test]
+fn very_deep_nesting_is_an_error_or_compiles_without_crashing() {
+    // Deeper than serde_json lets a JSON text nest (128), so only a program builds it.
+    let sample = format!("{}1{}", "[".repeat(1_000), "]".repeat(1_000));
+    match compile(nested_arrays(1_000), &sample) {
+        Ok(accepted) => assert!(accepted),
+        Err(e) => assert!(
+            e.contains("max_schema_depth"),
+            "the error should name the limit: {e}"
+        ),
+    }
+}
+
+#[test]
+fn a_ten_thousand_member_enum_compiles() {
+    let members: Vec<Value> = (0..10_000)
+        .map(|i| json!(format!("member-{i:05}")))
+        .collect();
+    let schema = json!({"enum": members});
+    assert_eq!(compile(schema.clone(), "\"member-09999\""), Ok(true));
+    assert_eq!(compile(schema, "\"member-10000\""), Ok(false));
+}
+
+#[test]
+fn a_huge_max_length_does_not_explode() {
+    let schema = json!({"type": "string", "minLength": 3, "maxLength": 1_000_000});
+    assert_eq!(compile(schema.clone(), "\"abc\""), Ok(true));
+    assert_eq!(compile(schema, "\"ab\""), Ok(false));
+}
+
+#[test]
+fn a_four_megabyte_schema_compiles_or_names_a_limit() {
+    let mut props = serde_json::Map::new();
+    for i in 0..20_000 {
+        props.insert(
+            format!("property_{i:05}"),
+            json!({"type": "string", "maxLength": 40,
+                   "description": "x".repeat(160)}),
+        );
+    }
+    let schema = json!({"type": "object", "properties": props, "additionalProperties": false});
+    assert!(schema.to_string().len() > 4_000_000);
+    match compile(schema, r#"{"property_01234": "ok"}"#) {
+        Ok(accepted) => assert!(accepted),
+        Err(e) => assert!(e.contains("limit"), "the error should name the limit: {e}"),
+    }
+}
+
+#[test]
+fn reference_loops_are_errors_not_hangs() {
+    for schema in [
+        json!({"$ref": "#"}),
+        json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}},
+               "$ref": "#/$defs/a"}),
+        json!({"allOf": [{"$ref": "#"}]}),
+        json!({"anyOf": [{"$ref": "#"}, {"type": "null"}]}),
+    ] {
+        match compile(schema.clone(), "null") {
+            // A loop that consumes no input before recursing cannot be a finite automaton.
+            Err(e) => assert!(!e.is_empty(), "{schema}"),
+            Ok(accepted) => panic!("{schema} compiled (accepts null: {accepted})"),
+        }
+    }
+}
+
+#[test]
+fn guarded_recursion_works_to_depth() {
+    let schema = json!({
+        "$defs": {"node": {"type": "object",
+            "properties": {"value": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}},
+            "required": ["value"], "additionalProperties": false}},
+        "$ref": "#/$defs/node"
+    });
+    let mut text = String::from("{\"value\":0}");
+    for i in 1..60 {
+        text = format!("{{\"value\":{i},\"next\":{text}}}");
+    }
+    assert_eq!(compile(schema, &text), Ok(true));
+}
+
+#[test]
+fn no_comma_when_no_key_can_follow() {
+    let schema = json!({"type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "additionalProperties": false});
+    let g = std::sync::Arc::new(
+        Compiler::new(Options::generation())
+            .compile(&schema)
+            .expect("compiles"),
+    );
+    let mut m = Matcher::new(g.clone());
+    assert!(m.push_bytes(br#"{"a":1,"b":2"#).is_ok());
+    assert!(
+        !m.try_push_byte(b','),
+        "every property is used: `,` leads nowhere"
+    );
+    let mut m = Matcher::new(g);
+    assert!(m.push_bytes(br#"{"a":1,"#).is_ok());
+}

@@ -1,0 +1,641 @@
+//! OpenAI's chat completion wire format: the request, its translation into a generation, and
+//! the response and stream chunk bodies.
+//!
+//! The request is parsed leniently where OpenAI's clients differ (content as a string or as
+//! text parts, `max_tokens` or `max_completion_tokens`, `stop` as a string or a list) and
+//! strictly where a silent misreading would surprise (an unknown `response_format` type, `n`
+//! other than 1, image parts): those are 400s naming the field.
+
+use std::collections::{BTreeMap, HashMap};
+
+use generate::tools::{Tool, ToolChoice};
+use generate::{GenerateOptions, Message};
+use sampler::SamplerConfig;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+
+/// The body of `POST /v1/chat/completions` (fields this server does not use are ignored).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatRequest {
+    /// Accepted and echoed nowhere: the server has one model and answers with its id.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// `text`, `json_object` or `json_schema`.
+    #[serde(default)]
+    pub response_format: Option<ResponseFormat>,
+    /// Function tools, OpenAI's shape.
+    #[serde(default)]
+    pub tools: Option<Vec<Value>>,
+    /// `"auto"`, `"required"`, `"none"` or `{"type":"function","function":{"name":…}}`.
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    /// Sampling temperature in `[0, 2]` (default 1; 0 is greedy).
+    #[serde(default)]
+    pub temperature: Option<f32>,
+    /// Nucleus sampling in `(0, 1]` (default 1).
+    #[serde(default)]
+    pub top_p: Option<f32>,
+    /// Most tokens to generate (deprecated name).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Most tokens to generate.
+    #[serde(default)]
+    pub max_completion_tokens: Option<u64>,
+    /// Seed of the sampler (default: a fresh one per request).
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// Stop strings (unconstrained text only).
+    #[serde(default)]
+    pub stop: Option<Stop>,
+    /// Stream server-sent events.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// `{"include_usage": true}` adds a last chunk with the usage.
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    /// Must be 1 when present.
+    #[serde(default)]
+    pub n: Option<u32>,
+    /// OpenAI presence penalty in `[-2, 2]`.
+    #[serde(default)]
+    pub presence_penalty: Option<f32>,
+    /// OpenAI frequency penalty in `[-2, 2]`.
+    #[serde(default)]
+    pub frequency_penalty: Option<f32>,
+    /// Token id (as a string) to a bias in `[-100, 100]`.
+    #[serde(default)]
+    pub logit_bias: Option<HashMap<String, f32>>,
+    /// Not supported: `true` is a 400.
+    #[serde(default)]
+    pub logprobs: Option<bool>,
+    /// Extension (as in vLLM and llama.cpp's server): keep the `top_k` best tokens.
+    #[serde(default)]
+    pub top_k: Option<u32>,
+    /// Extension: min-p filtering.
+    #[serde(default)]
+    pub min_p: Option<f32>,
+    /// Extension: llama.cpp-style repetition penalty.
+    #[serde(default)]
+    pub repetition_penalty: Option<f32>,
+}
+
+/// One message of the conversation.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `developer`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// A string, a list of parts (`{"type":"text","text":…}`), or null (assistant tool calls).
+    #[serde(default)]
+    pub content: Option<Value>,
+    /// The name of a participant or, on `tool` messages, of the function.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// An assistant's earlier tool calls.
+    #[serde(default)]
+    pub tool_calls: Option<Value>,
+    /// On `tool` messages: the call answered.
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+}
+
+/// `response_format`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ResponseFormat {
+    /// Free text.
+    Text,
+    /// Any JSON object.
+    JsonObject,
+    /// JSON that follows a schema.
+    JsonSchema {
+        /// The schema and its name.
+        json_schema: JsonSchemaFormat,
+    },
+}
+
+/// `response_format.json_schema`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct JsonSchemaFormat {
+    /// The schema's name (required by OpenAI, used in messages here).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The schema (absent: any JSON value).
+    #[serde(default)]
+    pub schema: Option<Value>,
+    /// Accepted; output always follows the schema exactly.
+    #[serde(default)]
+    pub strict: Option<bool>,
+}
+
+/// `stop`: one string or several.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Stop {
+    /// One stop string.
+    One(String),
+    /// Several.
+    Many(Vec<String>),
+}
+
+/// `stream_options`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StreamOptions {
+    /// Send a last chunk with `usage` (and `"usage": null` on the others).
+    #[serde(default)]
+    pub include_usage: Option<bool>,
+}
+
+/// What a request asks the worker to do, validated.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The conversation, as the engine's messages.
+    pub messages: Vec<Message>,
+    /// The JSON Schema of the answer, if any.
+    pub schema: Option<Value>,
+    /// Tools, when the request has any and `tool_choice` is not `none`.
+    pub tools: Vec<Tool>,
+    /// `tool_choice` (`auto` when absent).
+    pub tool_choice: ToolChoice,
+    /// Generation options; `max_tokens` is later clamped to what the context has left.
+    pub options: GenerateOptions,
+    /// Stream server-sent events.
+    pub stream: bool,
+    /// Add a usage chunk at the end of the stream.
+    pub include_usage: bool,
+}
+
+impl ChatRequest {
+    /// Parses a request body; the error names the offending field.
+    pub fn from_slice(body: &[u8]) -> Result<ChatRequest, ApiError> {
+        let de = &mut serde_json::Deserializer::from_slice(body);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let message = if inner.is_syntax() || inner.is_eof() {
+                format!("the body is not valid JSON: {inner}")
+            } else if path == "." {
+                format!("invalid request: {inner}")
+            } else {
+                format!("invalid value for `{path}`: {inner}")
+            };
+            let err = ApiError::invalid(message);
+            if path == "." { err } else { err.param(path) }
+        })
+    }
+
+    /// Checks the request against the server's limits and turns it into a [`Plan`].
+    ///
+    /// `max_tokens_limit` is the most tokens one request may ask for: asking for more is a
+    /// 400 (`param: max_tokens`); asking for nothing gets the limit (then clamped to the
+    /// context left after the prompt).
+    pub fn plan(self, max_tokens_limit: usize, default_seed: u64) -> Result<Plan, ApiError> {
+        if let Some(n) = self.n
+            && n != 1
+        {
+            return Err(
+                ApiError::invalid(format!("n must be 1 (got {n}): one model, one answer"))
+                    .param("n"),
+            );
+        }
+        if self.logprobs == Some(true) {
+            return Err(ApiError::invalid("logprobs are not supported").param("logprobs"));
+        }
+        if self.messages.is_empty() {
+            return Err(ApiError::invalid("messages must not be empty").param("messages"));
+        }
+        let messages = self
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| convert_message(i, m))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        let (max_tokens, param) = match (self.max_completion_tokens, self.max_tokens) {
+            (Some(n), _) => (Some(n), "max_completion_tokens"),
+            (None, Some(n)) => (Some(n), "max_tokens"),
+            (None, None) => (None, "max_tokens"),
+        };
+        let max_tokens = match max_tokens {
+            Some(0) => {
+                return Err(ApiError::invalid(format!("{param} must be at least 1")).param(param));
+            }
+            Some(n) if n > max_tokens_limit as u64 => {
+                return Err(ApiError::invalid(format!(
+                    "{param} is too large: {n}. This server allows at most {max_tokens_limit} \
+                     completion tokens per request"
+                ))
+                .param(param));
+            }
+            Some(n) => n as usize,
+            None => max_tokens_limit,
+        };
+
+        let temperature = self.temperature.unwrap_or(1.0);
+        if !(0.0..=2.0).contains(&temperature) {
+            return Err(ApiError::invalid(format!(
+                "temperature must be in [0, 2] (got {temperature})"
+            ))
+            .param("temperature"));
+        }
+        for (name, v) in [
+            ("presence_penalty", self.presence_penalty),
+            ("frequency_penalty", self.frequency_penalty),
+        ] {
+            if let Some(v) = v
+                && !(-2.0..=2.0).contains(&v)
+            {
+                return Err(
+                    ApiError::invalid(format!("{name} must be in [-2, 2] (got {v})")).param(name),
+                );
+            }
+        }
+        let mut logit_bias = BTreeMap::new();
+        for (k, &v) in self.logit_bias.iter().flatten() {
+            let id: u32 = k.parse().map_err(|_| {
+                ApiError::invalid(format!("logit_bias keys must be token ids (got {k:?})"))
+                    .param("logit_bias")
+            })?;
+            if !(-100.0..=100.0).contains(&v) {
+                return Err(ApiError::invalid(format!(
+                    "logit_bias values must be in [-100, 100] (got {v} for token {id})"
+                ))
+                .param("logit_bias"));
+            }
+            logit_bias.insert(id, v);
+        }
+        let defaults = SamplerConfig::default();
+        let sampler = SamplerConfig {
+            temperature,
+            top_p: self.top_p.unwrap_or(1.0),
+            top_k: self.top_k.unwrap_or(0),
+            min_p: self.min_p.unwrap_or(0.0),
+            repetition_penalty: self.repetition_penalty.unwrap_or(1.0),
+            frequency_penalty: self.frequency_penalty.unwrap_or(0.0),
+            presence_penalty: self.presence_penalty.unwrap_or(0.0),
+            logit_bias,
+            ..defaults
+        };
+        if let Err(e) = sampler.validate() {
+            let mut err = ApiError::invalid(e.to_string());
+            if let sampler::SampleError::InvalidConfig { field, .. } = e {
+                err = err.param(field);
+            }
+            return Err(err);
+        }
+
+        let stop = match self.stop {
+            None => Vec::new(),
+            Some(Stop::One(s)) => vec![s],
+            Some(Stop::Many(v)) => v,
+        };
+        if stop.len() > 4 || stop.iter().any(String::is_empty) {
+            return Err(ApiError::invalid("stop takes at most 4 non-empty strings").param("stop"));
+        }
+
+        let schema = match self.response_format {
+            None | Some(ResponseFormat::Text) => None,
+            Some(ResponseFormat::JsonObject) => Some(json!({"type": "object"})),
+            Some(ResponseFormat::JsonSchema { json_schema }) => {
+                Some(json_schema.schema.unwrap_or_else(|| json!({})))
+            }
+        };
+
+        let tool_choice = match &self.tool_choice {
+            None => ToolChoice::Auto,
+            Some(v) => ToolChoice::from_openai(v).map_err(|e| ApiError::from_generate(&e))?,
+        };
+        let mut tools = match &self.tools {
+            None => Vec::new(),
+            Some(list) => Tool::list_from_openai(&Value::Array(list.clone()))
+                .map_err(|e| ApiError::from_generate(&e))?,
+        };
+        if tool_choice == ToolChoice::None {
+            tools.clear();
+        } else if tools.is_empty() && tool_choice != ToolChoice::Auto {
+            return Err(ApiError::invalid(format!(
+                "tool_choice `{tool_choice}` asks for a tool call but no tools are given"
+            ))
+            .param("tool_choice"));
+        }
+        if let ToolChoice::Named(name) = &tool_choice
+            && !tools.iter().any(|t| &t.name == name)
+        {
+            return Err(ApiError::invalid(format!(
+                "tool_choice names `{name}`, which is not among the tools"
+            ))
+            .param("tool_choice")
+            .code("unknown_tool"));
+        }
+        if !tools.is_empty() && schema.is_some() {
+            return Err(ApiError::invalid(
+                "response_format json_schema/json_object cannot be combined with tools",
+            )
+            .param("response_format"));
+        }
+
+        let seed = match self.seed {
+            Some(s) => s as u64,
+            None => default_seed,
+        };
+        let options = GenerateOptions {
+            max_tokens,
+            sampler,
+            seed,
+            stop,
+            ..GenerateOptions::default()
+        };
+        Ok(Plan {
+            messages,
+            schema,
+            tools,
+            tool_choice,
+            options,
+            stream: self.stream.unwrap_or(false),
+            include_usage: self
+                .stream_options
+                .and_then(|o| o.include_usage)
+                .unwrap_or(false),
+        })
+    }
+}
+
+fn convert_message(i: usize, m: &ChatMessage) -> Result<Message, ApiError> {
+    let param = || format!("messages[{i}]");
+    let role = match m.role.as_str() {
+        "developer" => "system",
+        r @ ("system" | "user" | "assistant" | "tool") => r,
+        other => {
+            return Err(ApiError::invalid(format!(
+                "messages[{i}].role must be system, developer, user, assistant or tool (got \
+                 {other:?})"
+            ))
+            .param(format!("{}.role", param())));
+        }
+    };
+    let content = match &m.content {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => {
+            let mut text = String::new();
+            for (j, p) in parts.iter().enumerate() {
+                match (p.get("type").and_then(Value::as_str), p.get("text")) {
+                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
+                    (kind, _) => {
+                        return Err(ApiError::invalid(format!(
+                            "messages[{i}].content[{j}]: only text parts are supported (got \
+                             type {})",
+                            kind.unwrap_or("none")
+                        ))
+                        .param(format!("{}.content", param())));
+                    }
+                }
+            }
+            text
+        }
+        Some(other) => {
+            return Err(ApiError::invalid(format!(
+                "messages[{i}].content must be a string or a list of text parts (got {other})"
+            ))
+            .param(format!("{}.content", param())));
+        }
+    };
+    if m.content.as_ref().is_none_or(Value::is_null)
+        && !(role == "assistant" && m.tool_calls.is_some())
+    {
+        return Err(
+            ApiError::invalid(format!("messages[{i}].content is missing"))
+                .param(format!("{}.content", param())),
+        );
+    }
+    Ok(Message {
+        role: role.to_string(),
+        content,
+        tool_calls: m.tool_calls.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        name: m.name.clone(),
+    })
+}
+
+/// A tool call in a response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallOut {
+    /// `call_…`.
+    pub id: String,
+    /// The function's name.
+    pub name: String,
+    /// The arguments, a JSON object.
+    pub arguments: Value,
+}
+
+impl CallOut {
+    /// `{"id", "type": "function", "function": {"name", "arguments": "<JSON text>"}}`, with
+    /// `index` when streaming.
+    pub fn to_json(&self, index: Option<usize>) -> Value {
+        let mut v = json!({
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments.to_string()},
+        });
+        if let Some(i) = index {
+            v["index"] = json!(i);
+        }
+        v
+    }
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// Text (JSON text under a schema).
+    Text(String),
+    /// Tool calls.
+    Calls(Vec<CallOut>),
+}
+
+/// Token counts of a response.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt: usize,
+    /// Generated tokens.
+    pub completion: usize,
+}
+
+impl Usage {
+    /// OpenAI's `usage` object.
+    pub fn to_json(self) -> Value {
+        json!({
+            "prompt_tokens": self.prompt,
+            "completion_tokens": self.completion,
+            "total_tokens": self.prompt + self.completion,
+        })
+    }
+}
+
+/// Identity of one response: shared by all chunks of a stream.
+#[derive(Debug, Clone)]
+pub struct Envelope {
+    /// `chatcmpl-…`.
+    pub id: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// The model id.
+    pub model: String,
+}
+
+impl Envelope {
+    /// A whole `chat.completion`.
+    pub fn completion(&self, answer: &Answer, finish_reason: &str, usage: Usage) -> Value {
+        let message = match answer {
+            Answer::Text(t) => json!({"role": "assistant", "content": t, "refusal": null}),
+            Answer::Calls(calls) => json!({
+                "role": "assistant",
+                "content": null,
+                "refusal": null,
+                "tool_calls": calls.iter().map(|c| c.to_json(None)).collect::<Vec<_>>(),
+            }),
+        };
+        json!({
+            "id": self.id,
+            "object": "chat.completion",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": [{
+                "index": 0,
+                "message": message,
+                "logprobs": null,
+                "finish_reason": finish_reason,
+            }],
+            "usage": usage.to_json(),
+        })
+    }
+
+    /// A `chat.completion.chunk` with one choice carrying `delta`; `usage: null` when the
+    /// stream will end with a usage chunk.
+    pub fn chunk(&self, delta: Value, finish_reason: Option<&str>, include_usage: bool) -> Value {
+        let mut v = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": [{
+                "index": 0,
+                "delta": delta,
+                "logprobs": null,
+                "finish_reason": finish_reason,
+            }],
+        });
+        if include_usage {
+            v["usage"] = Value::Null;
+        }
+        v
+    }
+
+    /// The last chunk of a stream with `include_usage`: no choices, the usage.
+    pub fn usage_chunk(&self, usage: Usage) -> Value {
+        json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": [],
+            "usage": usage.to_json(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(body: Value) -> Result<Plan, ApiError> {
+        ChatRequest::from_slice(body.to_string().as_bytes())?.plan(256, 7)
+    }
+
+    #[test]
+    fn reads_the_common_shapes() {
+        let p = plan(json!({
+            "model": "x",
+            "messages": [
+                {"role": "developer", "content": "be brief"},
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+            ],
+            "response_format": {"type": "json_schema",
+                "json_schema": {"name": "n", "schema": {"type": "integer"}, "strict": true}},
+            "max_completion_tokens": 9,
+            "temperature": 0,
+            "stop": "x",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        }))
+        .unwrap();
+        assert_eq!(p.messages[0].role, "system");
+        assert_eq!(p.messages[1].content, "hi");
+        assert_eq!(p.schema, Some(json!({"type": "integer"})));
+        assert_eq!(p.options.max_tokens, 9);
+        assert_eq!(p.options.seed, 7);
+        assert_eq!(p.options.stop, vec!["x".to_string()]);
+        assert!(p.stream && p.include_usage);
+        let p = plan(json!({"messages": [{"role": "user", "content": "hi"}],
+            "response_format": {"type": "json_object"}}))
+        .unwrap();
+        assert_eq!(p.schema, Some(json!({"type": "object"})));
+        assert_eq!(p.options.max_tokens, 256);
+        assert_eq!(p.options.sampler.temperature, 1.0);
+    }
+
+    #[test]
+    fn rejections_name_the_field() {
+        let cases = [
+            (json!({"messages": []}), "messages"),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "max_tokens": 257}),
+                "max_tokens",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "temperature": 3}),
+                "temperature",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "top_p": 0}),
+                "top_p",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "n": 2}),
+                "n",
+            ),
+            (
+                json!({"messages": [{"role": "robot", "content": "x"}]}),
+                "messages[0].role",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": 5}]}),
+                "messages[0].content",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}),
+                "tool_choice",
+            ),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}],
+                "response_format": {"type": "yaml"}}),
+                "response_format.type",
+            ),
+            (json!({"messages": "x"}), "messages"),
+        ];
+        for (body, param) in cases {
+            let e = plan(body.clone()).unwrap_err();
+            assert_eq!(e.status.as_u16(), 400, "{body}");
+            assert_eq!(e.param.as_deref(), Some(param), "{body}: {e}");
+        }
+        let e = ChatRequest::from_slice(b"{not json").unwrap_err();
+        assert!(e.message.contains("not valid JSON"), "{e}");
+    }
+}

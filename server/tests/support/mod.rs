@@ -1,0 +1,359 @@
+//! A fake model over the real Gemma 3 tokenizer, servers started on it, and small HTTP
+//! helpers (in-process `oneshot` calls and a raw client over a loopback socket).
+//!
+//! The fake model's logits are flat except for one token: the longest one that continues a
+//! script from the bytes generated so far (end of turn once the script is written). So the
+//! text is the script wherever the constraint allows it, whatever tokens the constraint
+//! forced on the way.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use generate::{Generator, Model, ModelError, Tokenizer};
+use serde_json::Value;
+use server::{Server, ServerConfig};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tower::ServiceExt;
+
+/// `STENCIL_ASSETS`, else the workspace's `assets/`.
+pub fn assets() -> PathBuf {
+    std::env::var_os("STENCIL_ASSETS")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")))
+}
+
+/// The Gemma 3 tokenizer, loaded once.
+pub fn tokenizer() -> Arc<Tokenizer> {
+    static TOK: OnceLock<Arc<Tokenizer>> = OnceLock::new();
+    TOK.get_or_init(|| {
+        let path = assets().join("tokenizers/gemma3/tokenizer.json");
+        assert!(
+            path.is_file(),
+            "{} not found: run `cargo xtask fetch-assets` (or set STENCIL_ASSETS)",
+            path.display()
+        );
+        Arc::new(Tokenizer::from_file(&path).expect("the tokenizer loads"))
+    })
+    .clone()
+}
+
+/// A gate the model waits at in `forward` until it is opened.
+#[derive(Default)]
+pub struct Gate {
+    open: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Gate {
+    pub fn closed() -> Arc<Gate> {
+        Arc::new(Gate::default())
+    }
+
+    pub fn open(&self) {
+        *self.open.lock().unwrap() = true;
+        self.cv.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut open = self.open.lock().unwrap();
+        while !*open {
+            open = self.cv.wait(open).unwrap();
+        }
+    }
+}
+
+/// Knobs of the fake model.
+#[derive(Clone)]
+pub struct Knobs {
+    /// The text the model "wants" to write.
+    pub script: String,
+    /// Texts it likes less, for when the constraint masks the script's next token.
+    pub also: Vec<String>,
+    /// End of turn after the script (else the script repeats until the budget).
+    pub eos_after_script: bool,
+    /// Sleep per `forward`.
+    pub delay: Duration,
+    /// Counts `forward` calls.
+    pub forwards: Arc<AtomicUsize>,
+    /// Wait here in every `forward`.
+    pub gate: Option<Arc<Gate>>,
+    pub context: usize,
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            script: "Hello world".into(),
+            also: Vec::new(),
+            eos_after_script: true,
+            delay: Duration::ZERO,
+            forwards: Arc::new(AtomicUsize::new(0)),
+            gate: None,
+            context: 4096,
+        }
+    }
+}
+
+pub struct FakeModel {
+    knobs: Knobs,
+    vocab: Arc<vocab_index::Vocabulary>,
+    eos: u32,
+    logits: Vec<f32>,
+    n_past: usize,
+    /// The bytes generated since the last prompt evaluation.
+    generated: Vec<u8>,
+    /// The next `forward` evaluates a prompt (the generator truncates before every prompt).
+    prefill: bool,
+}
+
+impl FakeModel {
+    pub fn new(knobs: Knobs, tok: &Tokenizer) -> FakeModel {
+        let vocab = tok.vocab().clone();
+        let eos = vocab
+            .end_of_turn_ids()
+            .first()
+            .or(vocab.eos_ids().first())
+            .expect("an end of turn")
+            .as_u32();
+        FakeModel {
+            eos,
+            logits: vec![0.0; vocab.len()],
+            vocab,
+            n_past: 0,
+            generated: Vec::new(),
+            prefill: true,
+            knobs,
+        }
+    }
+
+    /// The tokens to favour, best first: for the script and each fallback text, the longest
+    /// token that continues it from the bytes generated so far (end of turn at its end).
+    fn favourites(&self) -> Vec<u32> {
+        std::iter::once(&self.knobs.script)
+            .chain(&self.knobs.also)
+            .filter_map(|s| self.continue_script(s.as_bytes()))
+            .collect()
+    }
+
+    fn continue_script(&self, script: &[u8]) -> Option<u32> {
+        if script.is_empty() {
+            return None;
+        }
+        let at = if self.knobs.eos_after_script {
+            if !script.starts_with(&self.generated) {
+                return None;
+            }
+            if self.generated.len() == script.len() {
+                return Some(self.eos);
+            }
+            self.generated.len()
+        } else {
+            self.generated.len() % script.len()
+        };
+        let rest = &script[at..];
+        (1..=rest.len().min(48))
+            .rev()
+            .find_map(|n| self.vocab.token_id(&rest[..n]))
+            .map(|t| t.as_u32())
+    }
+}
+
+impl Model for FakeModel {
+    fn vocab_size(&self) -> usize {
+        self.logits.len()
+    }
+
+    fn context_size(&self) -> usize {
+        self.knobs.context
+    }
+
+    fn n_past(&self) -> usize {
+        self.n_past
+    }
+
+    fn forward(&mut self, tokens: &[u32]) -> Result<&[f32], ModelError> {
+        self.knobs.forwards.fetch_add(1, Ordering::SeqCst);
+        if let Some(g) = &self.knobs.gate {
+            g.wait();
+        }
+        if !self.knobs.delay.is_zero() {
+            std::thread::sleep(self.knobs.delay);
+        }
+        if self.n_past + tokens.len() > self.knobs.context {
+            return Err(ModelError::ContextOverflow {
+                needed: self.n_past + tokens.len(),
+                capacity: self.knobs.context,
+            });
+        }
+        self.n_past += tokens.len();
+        if self.prefill {
+            self.prefill = false;
+            self.generated.clear();
+        } else {
+            for &t in tokens {
+                let id = vocab_index::TokenId::new(t).expect("a token id");
+                self.generated.extend_from_slice(self.vocab.bytes(id));
+            }
+        }
+        self.logits.fill(0.0);
+        for (i, t) in self.favourites().into_iter().enumerate().rev() {
+            self.logits[t as usize] = 30.0 - i as f32;
+        }
+        Ok(&self.logits)
+    }
+
+    fn truncate(&mut self, n_past: usize) -> Result<(), ModelError> {
+        self.n_past = n_past.min(self.n_past);
+        self.prefill = true;
+        Ok(())
+    }
+}
+
+/// A server on a fake model.
+pub fn start(config: ServerConfig, knobs: Knobs) -> Server {
+    let tok = tokenizer();
+    Server::start(&config, move || {
+        let model = FakeModel::new(knobs, &tok);
+        Generator::new(model, tok)
+    })
+    .expect("the fake model loads")
+}
+
+pub fn config() -> ServerConfig {
+    ServerConfig {
+        model_id: "fake".into(),
+        port: 0,
+        ..ServerConfig::default()
+    }
+}
+
+/// A response: status, content type, body text.
+pub struct Reply {
+    pub status: StatusCode,
+    pub content_type: String,
+    pub text: String,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text))
+    }
+
+    /// Checks OpenAI's error shape and returns the error object.
+    pub fn error(&self, status: u16) -> Value {
+        assert_eq!(self.status.as_u16(), status, "{}", self.text);
+        let v = self.json();
+        let e = v["error"].clone();
+        assert!(e["message"].is_string(), "{v}");
+        assert!(e["type"].is_string(), "{v}");
+        assert!(e.get("param").is_some() && e.get("code").is_some(), "{v}");
+        e
+    }
+
+    /// The `data:` payloads of a server-sent event stream.
+    pub fn events(&self) -> Vec<String> {
+        assert!(
+            self.content_type.starts_with("text/event-stream"),
+            "{}",
+            self.content_type
+        );
+        let mut out = Vec::new();
+        for block in self.text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+            let lines: Vec<&str> = block.lines().collect();
+            assert_eq!(lines.len(), 1, "one data line per event: {block:?}");
+            let data = lines[0]
+                .strip_prefix("data: ")
+                .unwrap_or_else(|| panic!("not a data line: {block:?}"));
+            out.push(data.to_string());
+        }
+        out
+    }
+}
+
+/// One in-process request.
+pub async fn call(router: &Router, method: &str, path: &str, body: Option<Value>) -> Reply {
+    let req = Request::builder().method(method).uri(path);
+    let req = match body {
+        Some(b) => req
+            .header("content-type", "application/json")
+            .body(Body::from(b.to_string())),
+        None => req.body(Body::empty()),
+    }
+    .unwrap();
+    send(router, req).await
+}
+
+pub async fn send(router: &Router, req: Request<Body>) -> Reply {
+    let resp = router.clone().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    Reply {
+        status,
+        content_type,
+        text: String::from_utf8(bytes.to_vec()).unwrap(),
+    }
+}
+
+/// Opens a connection and sends a chat completion request; the caller reads or drops it.
+pub async fn raw_post(addr: std::net::SocketAddr, body: &Value) -> TcpStream {
+    let body = body.to_string();
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n",
+        body.len()
+    );
+    s.write_all(head.as_bytes()).await.unwrap();
+    s.write_all(body.as_bytes()).await.unwrap();
+    s
+}
+
+/// Reads until `needle` shows up (or panics after `limit`).
+pub async fn read_until(s: &mut TcpStream, needle: &str, limit: Duration) -> String {
+    let mut buf = Vec::new();
+    let t = Instant::now();
+    let mut chunk = [0u8; 4096];
+    while !String::from_utf8_lossy(&buf).contains(needle) {
+        let left = limit.saturating_sub(t.elapsed());
+        assert!(
+            !left.is_zero(),
+            "no {needle:?} in {:?}",
+            String::from_utf8_lossy(&buf)
+        );
+        match tokio::time::timeout(left, s.read(&mut chunk)).await {
+            Ok(Ok(0)) => break,
+            Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
+            _ => {}
+        }
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Polls `f` every 10 ms until it holds (panics after `limit`).
+pub async fn eventually(limit: Duration, what: &str, mut f: impl AsyncFnMut() -> bool) {
+    let t = Instant::now();
+    while !f().await {
+        assert!(t.elapsed() < limit, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+pub fn user(text: &str) -> Value {
+    serde_json::json!([{"role": "user", "content": text}])
+}
