@@ -41,8 +41,18 @@ pub struct Args {
     #[arg(long)]
     tool_choice: Option<String>,
     /// Tool choice of the trips after tool results: auto, required, none, or a tool name.
-    #[arg(long, default_value = "auto")]
+    /// The default, none, makes the trip after the results the answer.
+    #[arg(long, default_value = "none")]
     then: String,
+    /// Text the final answer starts with (an assistant prefill, used on text-only trips). Base
+    /// models such as the default one answer instead of echoing the prompt when the answer is
+    /// started for them; pass '' to turn it off.
+    #[arg(long, default_value = "The answer is")]
+    answer_prefix: String,
+    /// Stop a text answer at this string (repeatable; the default ends it at the first line
+    /// break; pass '' to turn it off).
+    #[arg(long, default_values_t = vec!["\n".to_string()])]
+    stop: Vec<String>,
     /// Most calls per trip (0: no limit). Small models tend to repeat a call; one call per
     /// trip keeps them on track.
     #[arg(long, default_value_t = 1)]
@@ -109,10 +119,33 @@ pub fn run(args: Args) -> Result<()> {
         .parse()
         .context("--tool-choice")?;
     let then: ToolChoice = args.then.parse().context("--then")?;
+    let names: Vec<&str> = declared
+        .iter()
+        .map(|t| t.name.as_str())
+        .chain(args.builtin.iter().map(|b| match b {
+            Builtin::Calculator => "calculator",
+        }))
+        .collect();
+    for c in [&choice, &then] {
+        if let ToolChoice::Named(name) = c
+            && !names.contains(&name.as_str())
+        {
+            bail!(
+                "tool choice `{name}` is not among the tools ({})",
+                names.join(", ")
+            );
+        }
+    }
 
     let mut options = GenerateOptions {
         max_tokens: args.max_tokens,
         seed: args.seed,
+        stop: args
+            .stop
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect(),
         ..GenerateOptions::default()
     };
     options.sampler.temperature = args.temp;
@@ -121,6 +154,7 @@ pub fn run(args: Args) -> Result<()> {
         .max_calls((args.max_calls > 0).then_some(args.max_calls))
         .choice(choice)
         .after_results(then)
+        .answer_prefix(Some(args.answer_prefix.clone()))
         .options(options)
         .trip_timeout(args.trip_timeout.map(Duration::from_secs_f64));
     for b in &args.builtin {

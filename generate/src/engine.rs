@@ -293,18 +293,27 @@ impl<M: Model> Generator<M> {
         Ok((grammar, ms))
     }
 
-    /// Takes the mask cache kept under `key` (a new, empty one when there is none); give it
-    /// back with [`Generator::put_mask_cache`]. For constraints other than a plain schema.
-    pub(crate) fn take_mask_cache(&mut self, key: &str) -> MaskCache {
-        match self.grammars.pop(key) {
-            Some(c) => c.cache,
-            None => MaskCache::new(MASK_CACHE_BYTES),
-        }
+    /// Takes the grammar and mask cache kept under `key` (for constraints built by this crate
+    /// other than a plain schema); give them back with [`Generator::put_compiled`].
+    pub(crate) fn take_compiled(&mut self, key: &str) -> Option<(Arc<Grammar>, MaskCache)> {
+        self.grammars.pop(key).map(|c| (c.grammar, c.cache))
     }
 
-    /// Keeps a mask cache under `key` (with the grammar it belongs to) for later requests.
-    pub(crate) fn put_mask_cache(&mut self, key: String, grammar: Arc<Grammar>, cache: MaskCache) {
+    /// Keeps a grammar and its mask cache under `key` for later requests (a new cache when
+    /// `cache` is `None`).
+    pub(crate) fn put_compiled(
+        &mut self,
+        key: String,
+        grammar: Arc<Grammar>,
+        cache: Option<MaskCache>,
+    ) {
+        let cache = cache.unwrap_or_else(|| MaskCache::new(MASK_CACHE_BYTES));
         self.grammars.put(key, Compiled { grammar, cache });
+    }
+
+    /// The compile options of schemas.
+    pub(crate) fn compile_options(&self) -> &Options {
+        &self.options
     }
 
     /// Renders and tokenizes a prompt.

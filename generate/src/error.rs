@@ -65,7 +65,7 @@ pub enum GenerateError {
         available: String,
     },
     /// A tool's parameters schema does not compile.
-    #[error("tool `{tool}`: parameters schema: `{keyword}` at {pointer}: {source}")]
+    #[error("tool `{tool}`: parameters schema: {source}")]
     ToolSchema {
         /// The tool.
         tool: String,

@@ -155,3 +155,69 @@ fn no_comma_when_no_key_can_follow() {
     let mut m = Matcher::new(g);
     assert!(m.push_bytes(br#"{"a":1,"#).is_ok());
 }
+
+#[test]
+fn unique_numbers_that_share_a_prefix_are_distinct() {
+    let schema = json!({"type": "array", "items": {"type": "number"}, "uniqueItems": true});
+    assert_eq!(compile(schema.clone(), "[1,1.5,10]"), Ok(true));
+    assert_eq!(compile(schema.clone(), "[1,10]"), Ok(true));
+    assert_eq!(compile(schema.clone(), "[1.5,1]"), Ok(true));
+    assert_eq!(compile(schema, "[1,1]"), Ok(false));
+}
+
+#[test]
+fn unique_strings_that_share_a_prefix_are_distinct() {
+    let schema = json!({"type": "object",
+        "properties": {
+            "words": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+            "nums": {"type": "array", "items": {"type": "number"}, "uniqueItems": true}},
+        "required": ["words", "nums"], "additionalProperties": false});
+    assert_eq!(
+        compile(
+            schema.clone(),
+            r#"{"words":["a","b","ab"],"nums":[1,1.5,10]}"#
+        ),
+        Ok(true)
+    );
+    assert_eq!(
+        compile(schema, r#"{"words":["a","a"],"nums":[]}"#),
+        Ok(false)
+    );
+}
+
+/// At every point of a valid text, trying each byte (two deep) and popping it back leaves the
+/// matcher as it was: the rest of the text is still accepted.
+#[test]
+fn pops_restore_unique_items_state() {
+    let schema = json!({"type": "object",
+        "properties": {
+            "words": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+            "nums": {"type": "array", "items": {"type": "number"}, "uniqueItems": true}},
+        "required": ["words", "nums"], "additionalProperties": false});
+    let text = br#"{"words":["a","b","ab"],"nums":[1,1.5,10]}"#;
+    let g = std::sync::Arc::new(
+        Compiler::new(Options::generation())
+            .compile(&schema)
+            .expect("compiles"),
+    );
+    for cut in 0..=text.len() {
+        for probe in [&b"\""[..], b"\",", b"],", b"a\"", b"1,", b","] {
+            let mut m = Matcher::new(g.clone());
+            assert!(m.push_bytes(&text[..cut]).is_ok());
+            let mut pushed = 0;
+            for &b in probe {
+                if !m.try_push_byte(b) {
+                    break;
+                }
+                pushed += 1;
+            }
+            m.pop_bytes(pushed);
+            assert!(
+                m.push_bytes(&text[cut..]).is_ok() && m.is_accepting(),
+                "after {:?} then probing {:?}",
+                String::from_utf8_lossy(&text[..cut]),
+                String::from_utf8_lossy(probe)
+            );
+        }
+    }
+}

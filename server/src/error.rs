@@ -143,6 +143,12 @@ impl ApiError {
             GenerateError::ToolSchema { .. } => ApiError::invalid(e.to_string())
                 .param("tools")
                 .code("invalid_json_schema"),
+            // The budget ran out inside a call, too small even for its shortest ending.
+            GenerateError::ToolCallParse { .. } => ApiError::invalid(format!(
+                "max_tokens is too small to finish the tool call ({e})"
+            ))
+            .param("max_tokens")
+            .code("max_tokens_too_small"),
             GenerateError::Sample(s) => ApiError::invalid(s.to_string()),
             GenerateError::Invalid(m) => ApiError::invalid(m.clone()),
             other => ApiError::internal(other.to_string()),

@@ -156,8 +156,10 @@ pub struct Plan {
     pub messages: Vec<Message>,
     /// The JSON Schema of the answer, if any.
     pub schema: Option<Value>,
-    /// Tools, when the request has any and `tool_choice` is not `none`.
+    /// Tools.
     pub tools: Vec<Tool>,
+    /// Run a tool-calling turn: there are tools, or earlier calls and results.
+    pub with_tools: bool,
     /// `tool_choice` (`auto` when absent).
     pub tool_choice: ToolChoice,
     /// Generation options; `max_tokens` is later clamped to what the context has left.
@@ -308,14 +310,12 @@ impl ChatRequest {
             None => ToolChoice::Auto,
             Some(v) => ToolChoice::from_openai(v).map_err(|e| ApiError::from_generate(&e))?,
         };
-        let mut tools = match &self.tools {
+        let tools = match &self.tools {
             None => Vec::new(),
             Some(list) => Tool::list_from_openai(&Value::Array(list.clone()))
                 .map_err(|e| ApiError::from_generate(&e))?,
         };
-        if tool_choice == ToolChoice::None {
-            tools.clear();
-        } else if tools.is_empty() && tool_choice != ToolChoice::Auto {
+        if tools.is_empty() && !matches!(tool_choice, ToolChoice::Auto | ToolChoice::None) {
             return Err(ApiError::invalid(format!(
                 "tool_choice `{tool_choice}` asks for a tool call but no tools are given"
             ))
@@ -330,9 +330,15 @@ impl ChatRequest {
             .param("tool_choice")
             .code("unknown_tool"));
         }
-        if !tools.is_empty() && schema.is_some() {
+        // A conversation with tools, or with earlier calls and their results, goes through the
+        // tool-calling turn, which knows how to render calls and results for the template.
+        let with_tools = !tools.is_empty()
+            || messages
+                .iter()
+                .any(|m| m.role == "tool" || m.tool_calls.is_some());
+        if with_tools && schema.is_some() {
             return Err(ApiError::invalid(
-                "response_format json_schema/json_object cannot be combined with tools",
+                "response_format json_schema/json_object cannot be combined with tools or tool messages",
             )
             .param("response_format"));
         }
@@ -352,6 +358,7 @@ impl ChatRequest {
             messages,
             schema,
             tools,
+            with_tools,
             tool_choice,
             options,
             stream: self.stream.unwrap_or(false),

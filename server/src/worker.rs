@@ -245,7 +245,7 @@ fn process<M: Model>(
 ) -> Result<Finished, ApiError> {
     let queue_ms = work.enqueued.elapsed().as_secs_f64() * 1e3;
     let plan = &work.plan;
-    if !plan.tools.is_empty() {
+    if plan.with_tools {
         return crate::tools::run(generator, work, shared, queue_ms);
     }
     let prompt = Prompt::Chat(plan.messages.clone());

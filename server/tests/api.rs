@@ -396,6 +396,20 @@ async fn tool_calls_in_openai_shape() {
         "tool_calls"
     );
 
+    // A budget too small for even the shortest call is the client's 400, not a 500.
+    let e = call(
+        &r,
+        "POST",
+        "/v1/chat/completions",
+        Some(
+            json!({"messages": user("Weather?"), "tools": tools, "tool_choice": "required",
+            "max_tokens": 3, "temperature": 0}),
+        ),
+    )
+    .await
+    .error(400);
+    assert_eq!(e["param"], "max_tokens");
+    assert_eq!(e["code"], "max_tokens_too_small");
     server.stop().await;
 
     // Auto and none, on a model that answers in text.
@@ -411,6 +425,25 @@ async fn tool_calls_in_openai_shape() {
     .json();
     assert_eq!(v["choices"][0]["message"]["content"], "Hello world");
     assert_eq!(v["choices"][0]["finish_reason"], "stop");
+    // Earlier calls and their results render even through a template without a tool role
+    // (Gemma's), with or without tools in the request.
+    let history = json!([
+        {"role": "user", "content": "Weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "call_9", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_9", "content": "sunny"},
+    ]);
+    for body in [
+        json!({"messages": history, "tools": tools, "tool_choice": "none"}),
+        json!({"messages": history}),
+    ] {
+        let reply = call(&r, "POST", "/v1/chat/completions", Some(body)).await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(
+            reply.json()["choices"][0]["message"]["content"],
+            "Hello world"
+        );
+    }
     let v = call(
         &r,
         "POST",

@@ -23,6 +23,13 @@ pub enum Step {
         /// The arguments after `cargo`.
         args: Vec<OsString>,
     },
+    /// A bash script of the repository, run from the repository root.
+    Script {
+        /// What the step is for, printed before it runs.
+        title: &'static str,
+        /// The script, relative to the repository root.
+        path: &'static str,
+    },
 }
 
 fn cargo<I, S>(title: &'static str, args: I) -> Step
@@ -58,6 +65,12 @@ pub fn test() -> Vec<Step> {
             ["test", "--workspace", "--benches", "--no-run"],
         ),
         cargo("doc tests", ["test", "--workspace", "--doc"]),
+        // `stencil serve` on the default model, driven by the `openai` Python package and curl;
+        // it uses the `stencil` binary the tests above built.
+        Step::Script {
+            title: "OpenAI-client tests against stencil serve",
+            path: "server/tests/run-client-tests.sh",
+        },
     ]
 }
 
@@ -218,6 +231,24 @@ pub fn bench(name: &str, extra: &[String]) -> Result<Vec<Step>> {
     Ok(steps)
 }
 
+/// Runs `cmd` from the repository root with the assets' location in its environment.
+fn run_command(layout: &Layout, mut cmd: Command, what: &str, shown: &str) -> Result<()> {
+    cmd.current_dir(&layout.root)
+        .env("STENCIL_ASSETS", &layout.assets);
+    // Where the user stood, for tools that take relative paths (cargo runs bench binaries
+    // from their package folder).
+    if let Ok(dir) = std::env::current_dir() {
+        cmd.env("STENCIL_CALLER_DIR", dir);
+    }
+    let status = cmd
+        .status()
+        .with_context(|| format!("could not start `{shown}`"))?;
+    if !status.success() {
+        bail!("{what} failed: `{shown}` exited with {status}");
+    }
+    Ok(())
+}
+
 /// Runs `steps` in order, printing each with its duration; stops at the first failure.
 pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
     let total = Instant::now();
@@ -233,28 +264,32 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
             }
             Step::Cargo { title, args } => {
                 let mut cmd = Command::new(cargo_program());
-                cmd.args(args)
-                    .current_dir(&layout.root)
-                    .env("STENCIL_ASSETS", &layout.assets);
-                // Where the user stood, for tools that take relative paths (cargo runs bench
-                // binaries from their package folder).
-                if let Ok(dir) = std::env::current_dir() {
-                    cmd.env("STENCIL_CALLER_DIR", dir);
-                }
+                cmd.args(args);
                 let shown = std::iter::once("cargo".into())
                     .chain(args.iter().map(|a| a.to_string_lossy()))
                     .collect::<Vec<_>>()
                     .join(" ");
                 println!("==> [{}/{n}] {title}: {shown}", i + 1);
-                let status = cmd
-                    .status()
-                    .with_context(|| format!("could not start `{shown}`"))?;
-                if !status.success() {
-                    bail!(
-                        "step {}/{n} ({title}) failed: `{shown}` exited with {status}",
-                        i + 1
-                    );
-                }
+                run_command(
+                    layout,
+                    cmd,
+                    &format!("step {}/{n} ({title})", i + 1),
+                    &shown,
+                )?;
+                (*title).to_owned()
+            }
+            Step::Script { title, path } => {
+                let mut cmd = Command::new("bash");
+                // Scripts use the binaries the test step built, not a build of their own.
+                cmd.arg(path).env("STENCIL_SKIP_BUILD", "1");
+                let shown = format!("bash {path}");
+                println!("==> [{}/{n}] {title}: {shown}", i + 1);
+                run_command(
+                    layout,
+                    cmd,
+                    &format!("step {}/{n} ({title})", i + 1),
+                    &shown,
+                )?;
                 (*title).to_owned()
             }
         };
@@ -289,6 +324,7 @@ mod tests {
         match step {
             Step::Cargo { args, .. } => args.iter().map(|a| a.to_string_lossy().into()).collect(),
             Step::FetchAssets(_) => vec!["<assets>".into()],
+            Step::Script { path, .. } => vec!["bash".into(), (*path).into()],
         }
     }
 

@@ -117,12 +117,14 @@ impl ToolFormat {
                 prefix: Vec::new(),
                 suffix: Vec::new(),
                 separator: Vec::new(),
+                separator_optional: false,
                 max_calls: 1,
             },
             ToolFormat::Hermes => CallLayout {
                 prefix: b"<tool_call>\n".to_vec(),
                 suffix: b"\n</tool_call>".to_vec(),
                 separator: b"\n".to_vec(),
+                separator_optional: true,
                 max_calls: max_calls.max(1),
             },
         }

@@ -18,7 +18,12 @@
 //!   (see [`ToolRecognizer`]). Once the opening is written the turn can only end as a complete,
 //!   valid call, so there are no half-formed calls. In the JSON formats a text answer may
 //!   therefore not start with `{`; with Hermes tags it may not contain `<tool_call>`. The same
-//!   text rule applies with `none`, so a text answer never looks like a call.
+//!   text rule applies with `none`, so a text answer never looks like a call (with no tools at
+//!   all, `auto` is plain text without the rule).
+//! - Calls are compact JSON (no whitespace between tokens, so the bytes the schema forces are
+//!   fed to the model without sampling) and use no `\u` escapes (see [`CallSequence`]).
+//! - [`Generator::generate_tool_turn`] adds a limit on the calls per turn and a prefill for
+//!   text answers ([`TurnOptions`]).
 //!
 //! # Formats
 //!
@@ -63,7 +68,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mask_kernel::Session;
+use mask_kernel::{Recognizer, Session};
+use schema_compiler::{Grammar, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -407,6 +413,21 @@ pub enum Reply {
     Calls(Vec<ToolCall>),
 }
 
+/// Knobs of one tool-calling turn beyond the tool choice (see
+/// [`Generator::generate_tool_turn`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TurnOptions {
+    /// Most calls in the turn: `None` for as many as the format allows, `Some(1)` for OpenAI's
+    /// `parallel_tool_calls: false`. Small models tend to repeat a call until the token budget
+    /// runs out; a limit stops that.
+    pub max_calls: Option<usize>,
+    /// Text a text-only turn (`tool_choice: none`) starts with, written after the template's
+    /// assistant header (an assistant prefill). Base models answer much better when the
+    /// answer is started for them (for example `The answer is`). The reply's text includes
+    /// it; `on_text` receives it first. Ignored in turns that may call tools.
+    pub prefill: Option<String>,
+}
+
 /// The constraint and prompt decisions for one turn.
 struct Plan<'a> {
     /// Tools described in the prompt.
@@ -414,6 +435,8 @@ struct Plan<'a> {
     /// Tools the constraint allows calls to.
     callable: Vec<&'a Tool>,
     branches: Branches,
+    /// Whether text must not look like a call (false only without any tool).
+    guard: bool,
 }
 
 fn plan<'a>(tools: &'a [Tool], choice: &ToolChoice) -> Result<Plan<'a>, GenerateError> {
@@ -427,16 +450,19 @@ fn plan<'a>(tools: &'a [Tool], choice: &ToolChoice) -> Result<Plan<'a>, Generate
             described: Vec::new(),
             callable: Vec::new(),
             branches: Branches::Text,
+            guard: !tools.is_empty(),
         },
         ToolChoice::Auto if tools.is_empty() => Plan {
             described: Vec::new(),
             callable: Vec::new(),
             branches: Branches::Text,
+            guard: !tools.is_empty(),
         },
         ToolChoice::Auto => Plan {
             described: all.clone(),
             callable: all,
             branches: Branches::Either,
+            guard: true,
         },
         ToolChoice::Required if tools.is_empty() => {
             return Err(GenerateError::InvalidTool(
@@ -447,6 +473,7 @@ fn plan<'a>(tools: &'a [Tool], choice: &ToolChoice) -> Result<Plan<'a>, Generate
             described: all.clone(),
             callable: all,
             branches: Branches::Calls,
+            guard: true,
         },
         ToolChoice::Named(name) => {
             let Some(t) = tools.iter().find(|t| &t.name == name) else {
@@ -468,6 +495,7 @@ fn plan<'a>(tools: &'a [Tool], choice: &ToolChoice) -> Result<Plan<'a>, Generate
                 described: all,
                 callable: vec![t],
                 branches: Branches::Calls,
+                guard: true,
             }
         }
     })
@@ -604,86 +632,136 @@ impl<M: Model> Generator<M> {
         options: GenerateOptions,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<(Reply, Output), GenerateError> {
-        self.generate_with_tools_limited(messages, tools, choice, None, options, on_text)
+        self.generate_tool_turn(
+            messages,
+            tools,
+            choice,
+            &TurnOptions::default(),
+            options,
+            on_text,
+        )
     }
 
-    /// [`Generator::generate_with_tools`] with at most `max_calls` calls in the turn (`None`:
-    /// as many as the format allows; `Some(1)` is OpenAI's `parallel_tool_calls: false`).
-    /// Small models tend to repeat a call until the token budget runs out; a limit stops
-    /// that.
+    /// [`Generator::generate_with_tools`] with the knobs of [`TurnOptions`]: a limit on the
+    /// calls per turn and a prefill for text answers.
     ///
-    /// When the budget runs out inside a later call anyway, the complete calls before it are
-    /// returned (the stop reason says [`StopReason::MaxTokens`]).
+    /// When the token budget runs out inside a later call, the complete calls before it are
+    /// returned (the output's stop reason says [`StopReason::MaxTokens`]).
     ///
     /// # Errors
     ///
     /// As [`Generator::generate_with_tools`]; [`GenerateError::InvalidTool`] for
-    /// `Some(0)`.
-    pub fn generate_with_tools_limited(
+    /// `max_calls: Some(0)` or a prefill the text constraint refuses (one that starts like a
+    /// call).
+    pub fn generate_tool_turn(
         &mut self,
         messages: Vec<Message>,
         tools: &[Tool],
         choice: &ToolChoice,
-        max_calls: Option<usize>,
+        turn: &TurnOptions,
         options: GenerateOptions,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<(Reply, Output), GenerateError> {
-        if max_calls == Some(0) {
+        if turn.max_calls == Some(0) {
             return Err(GenerateError::InvalidTool(
                 "max_calls must be at least 1".into(),
             ));
         }
-        let max_calls = max_calls.unwrap_or(usize::MAX);
+        let max_calls = turn.max_calls.unwrap_or(usize::MAX);
         let plan = plan(tools, choice)?;
+        let branches = plan.branches;
         let format = self.tool_format();
-        let prompt = self.render_tools(&messages, &plan.described, choice)?;
+        let mut prompt = self.render_tools(&messages, &plan.described, choice)?;
 
-        let text = TextGuard::new(format.opening().as_bytes(), format.marker().as_bytes());
-        let (calls, grammar, key, compile_ms) = if plan.branches == Branches::Text {
-            // No grammar: the cache entry holds the trivial one.
-            let (grammar, _) = self.compile(&Value::Bool(true))?;
+        let text = if plan.guard {
+            TextGuard::new(format.opening().as_bytes(), format.marker().as_bytes())
+        } else {
+            TextGuard::new(b"", b"")
+        };
+        // The constraint's grammar (compact JSON) and mask cache, kept across turns.
+        let (schema, key) = if branches == Branches::Text {
             (
-                None,
-                grammar,
-                format!("tools\0text\0{}", format.name()),
-                0.0,
+                Value::Bool(true),
+                format!("tools\0text\0{}\0{}", plan.guard, format.name()),
             )
         } else {
             let owned: Vec<Tool> = plan.callable.iter().map(|t| (*t).clone()).collect();
             self.check_tools(&owned)?;
             let schema = format.call_schema(&plan.callable, max_calls);
-            let (grammar, ms) = self.compile(&schema).map_err(|e| match e {
-                GenerateError::Schema(e) => schema_error("(all tools)", e),
-                e => e,
-            })?;
-            let layout = Arc::new(format.layout(max_calls));
-            let seq = CallSequence::new(grammar.clone(), layout);
-            let key = format!("tools\0{:?}\0{}\0{schema}", plan.branches, format.name());
-            (Some(seq), grammar, key, ms)
+            let key = format!("tools\0{branches:?}\0{}\0{schema}", format.name());
+            (schema, key)
         };
-        let recognizer = ToolRecognizer::new(plan.branches, text, calls);
-        let mut cache = self.take_mask_cache(&key);
+        let mut compile_ms = 0.0;
+        let (grammar, mut cache) = match self.take_compiled(&key) {
+            Some(c) => c,
+            None => {
+                let t = std::time::Instant::now();
+                let options = self
+                    .compile_options()
+                    .clone()
+                    .whitespace(Whitespace::Compact);
+                let grammar = Grammar::compile(&schema, &options)
+                    .map_err(|e| schema_error("(all tools)", e))?;
+                compile_ms = t.elapsed().as_secs_f64() * 1e3;
+                let grammar = Arc::new(grammar);
+                self.put_compiled(key.clone(), grammar.clone(), None);
+                self.take_compiled(&key).expect("just stored")
+            }
+        };
+        let calls = (branches != Branches::Text)
+            .then(|| CallSequence::new(grammar.clone(), Arc::new(format.layout(max_calls))));
+        let mut recognizer = ToolRecognizer::new(branches, text, calls);
+        let prefill = match &turn.prefill {
+            Some(p) if branches == Branches::Text && !p.is_empty() => {
+                if let Some(i) = p.bytes().position(|b| !recognizer.try_push_byte(b)) {
+                    return Err(GenerateError::InvalidTool(format!(
+                        "the prefill {p:?} cannot start a text answer (refused at byte {i})"
+                    )));
+                }
+                prompt.extend(self.tokenizer().encode(p, false)?);
+                // A cancellation here takes effect at the first generated piece.
+                let _ = on_text(p);
+                p.clone()
+            }
+            _ => String::new(),
+        };
         let session = Session::new(self.kernel().clone(), recognizer);
 
-        let mut seen = String::new();
+        // Stop strings apply once the text is known to be a text answer, after its leading
+        // whitespace.
+        let opening = format.opening();
+        let decided = |s: &str| match branches {
+            Branches::Text => true,
+            Branches::Calls => false,
+            Branches::Either => {
+                let t = s.trim_start();
+                !t.is_empty() && !t.starts_with(opening) && !opening.starts_with(t)
+            }
+        };
+        let mut seen = prefill.clone();
         let mut stopped_at: Option<usize> = None;
-        let stops = options.stop.clone();
+        let stops: Vec<String> = options
+            .stop
+            .iter()
+            .filter(|s| !s.is_empty())
+            .cloned()
+            .collect();
+        let longest = stops.iter().map(String::len).max().unwrap_or(0);
         let mut wrapped = |piece: &str| -> bool {
             let before = seen.len();
             seen.push_str(piece);
-            if !stops.is_empty() && !format.is_call(&seen) {
-                let mut from =
-                    before.saturating_sub(stops.iter().map(String::len).max().unwrap_or(0));
+            if !stops.is_empty() && decided(&seen[prefill.len()..]) {
+                let lead = seen.len() - seen[prefill.len()..].trim_start().len();
+                let mut from = before.saturating_sub(longest).max(lead);
                 while !seen.is_char_boundary(from) {
                     from -= 1;
                 }
                 let hit = stops
                     .iter()
-                    .filter(|s| !s.is_empty())
                     .filter_map(|s| seen[from..].find(s.as_str()).map(|i| from + i))
                     .min();
                 if let Some(at) = hit {
-                    stopped_at = Some(at);
+                    stopped_at = Some(at - prefill.len());
                     if at > before {
                         on_text(&seen[before..at]);
                     }
@@ -693,7 +771,7 @@ impl<M: Model> Generator<M> {
             on_text(piece)
         };
         let result = self.run(&prompt, Some((session, &mut cache)), &options, &mut wrapped);
-        self.put_mask_cache(key, grammar, cache);
+        self.put_compiled(key, grammar, Some(cache));
         let mut out = result?;
         out.timing.compile_ms = compile_ms;
         if let Some(at) = stopped_at {
@@ -701,13 +779,14 @@ impl<M: Model> Generator<M> {
             out.stop = StopReason::Stop;
         }
 
-        let is_call = match plan.branches {
+        let is_call = match branches {
             Branches::Text => false,
             Branches::Calls => true,
             Branches::Either => format.is_call(&out.text),
         };
         if !is_call {
-            return Ok((Reply::Text(out.text.trim().to_string()), out));
+            let text = format!("{prefill}{}", out.text);
+            return Ok((Reply::Text(text.trim().to_string()), out));
         }
         let calls = match format.parse_calls(&out.text) {
             Ok(calls) => calls,
@@ -870,10 +949,9 @@ mod tests {
         assert_eq!((p.described.len(), p.branches), (2, Branches::Calls));
         let p = plan(&tools, &ToolChoice::None).unwrap();
         assert_eq!((p.described.len(), p.branches), (0, Branches::Text));
-        assert_eq!(
-            plan(&[], &ToolChoice::Auto).unwrap().branches,
-            Branches::Text
-        );
+        let p = plan(&[], &ToolChoice::Auto).unwrap();
+        assert_eq!((p.branches, p.guard), (Branches::Text, false));
+        assert!(plan(&tools, &ToolChoice::None).unwrap().guard);
         match plan(&tools, &ToolChoice::Named("c".into())) {
             Err(e @ GenerateError::UnknownTool { .. }) => {
                 assert_eq!(
@@ -911,7 +989,7 @@ mod tests {
         }
         assert!(
             e.to_string()
-                .starts_with("tool `f`: parameters schema: `pattern` at "),
+                .starts_with("tool `f`: parameters schema: invalid `pattern` at "),
             "{e}"
         );
     }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use mask_kernel::{Recognizer, Split};
+use mask_kernel::{Inside, Recognizer, Split};
 use schema_compiler::{Grammar, Matcher};
 
 /// How calls are laid out around their JSON objects.
@@ -23,6 +23,9 @@ pub struct CallLayout {
     pub suffix: Vec<u8>,
     /// Bytes between two calls (e.g. `\n`).
     pub separator: Vec<u8>,
+    /// Whether the separator may be left out. A whitespace separator should be: the decode
+    /// loop ends a complete turn when only whitespace could follow it.
+    pub separator_optional: bool,
     /// Most JSON objects in a turn (at least 1).
     pub max_calls: usize,
 }
@@ -38,11 +41,15 @@ enum Phase {
     Close(usize),
 }
 
+/// The characters after a backslash in a JSON string, other than `u`.
+const SHORT_ESCAPES: [u8; 8] = [b'"', b'\\', b'/', b'b', b'f', b'n', b'r', b't'];
+
 #[derive(Debug, Clone, Copy)]
 struct Step {
     phase: Phase,
     calls: usize,
     matchers: usize,
+    escape: bool,
     into_matcher: bool,
 }
 
@@ -50,6 +57,12 @@ struct Step {
 ///
 /// A JSON object ends at its closing brace: the call grammar's top-level value must be an
 /// object (whitespace after it belongs to the suffix, not to the object).
+///
+/// Strings in calls cannot use `\u` escapes (characters are written as themselves; only the
+/// control characters without a short escape become unreachable), and a backslash is taken
+/// only when a short escape (`\"`, `\n`, ...) can follow it: the schema matcher accepts a
+/// backslash and the hex digits of a `\u` escape before checking that the character fits the
+/// string's schema, so an escape could start a key or an `enum` value that cannot be finished.
 #[derive(Debug, Clone)]
 pub struct CallSequence {
     grammar: Arc<Grammar>,
@@ -58,6 +71,8 @@ pub struct CallSequence {
     again: Vec<u8>,
     phase: Phase,
     calls: usize,
+    /// The last byte was a backslash starting an escape inside a string.
+    escape: bool,
     /// One matcher per call started, the current one last.
     matchers: Vec<Matcher>,
     journal: Vec<Step>,
@@ -87,6 +102,7 @@ impl CallSequence {
             again,
             phase: Phase::Open(0),
             calls: 0,
+            escape: false,
             matchers: Vec::new(),
             journal: Vec::new(),
         };
@@ -134,24 +150,52 @@ impl CallSequence {
             phase: self.phase,
             calls: self.calls,
             matchers: self.matchers.len(),
+            escape: self.escape,
             into_matcher: false,
         };
         match self.phase {
             Phase::Open(pos) => {
-                if self.calls >= self.layout.max_calls
-                    || self.open_literal().get(pos) != Some(&byte)
-                {
+                if self.calls >= self.layout.max_calls {
                     return false;
                 }
+                let skip = self.layout.separator.len();
+                let next = if self.open_literal().get(pos) == Some(&byte) {
+                    pos + 1
+                } else if pos == 0
+                    && self.calls > 0
+                    && self.layout.separator_optional
+                    && skip > 0
+                    && self.again.get(skip) == Some(&byte)
+                {
+                    skip + 1
+                } else {
+                    return false;
+                };
                 self.journal.push(step);
-                self.phase = Phase::Open(pos + 1);
+                self.phase = Phase::Open(next);
             }
             Phase::Json => {
                 let m = self
                     .matchers
                     .last_mut()
                     .expect("a matcher in a JSON object");
-                if !m.try_push_byte(byte) {
+                let in_string = m.in_string();
+                if (self.escape && byte == b'u') || !m.try_push_byte(byte) {
+                    return false;
+                }
+                let starts_escape = in_string && !self.escape && byte == b'\\';
+                // The matcher takes a backslash before knowing whether any escaped character
+                // fits; take it only when a short escape does.
+                if starts_escape
+                    && !SHORT_ESCAPES.iter().any(|&e| {
+                        let ok = m.try_push_byte(e);
+                        if ok {
+                            m.pop_bytes(1);
+                        }
+                        ok
+                    })
+                {
+                    m.pop_bytes(1);
                     return false;
                 }
                 let done = m.is_accepting();
@@ -159,6 +203,7 @@ impl CallSequence {
                     into_matcher: true,
                     ..step
                 });
+                self.escape = starts_escape;
                 if done {
                     self.phase = Phase::Close(0);
                 }
@@ -189,6 +234,7 @@ impl CallSequence {
             }
             self.phase = step.phase;
             self.calls = step.calls;
+            self.escape = step.escape;
         }
     }
 
@@ -203,6 +249,7 @@ impl CallSequence {
             pos as u32,
             (self.calls > 0) as u32,
             (self.calls < self.layout.max_calls) as u32,
+            self.escape as u32,
         ]);
         if self.phase == Phase::Json {
             self.matchers
@@ -287,9 +334,26 @@ impl Recognizer for CallSequence {
 
     fn split(&self, key: &mut Vec<u32>) -> Option<Split> {
         let m = self.json_matcher()?;
-        key.push(u32::MAX);
-        let split = crate::constraint::lexeme_split(m, key)?;
-        Some(split)
+        let start = key.len();
+        key.extend([u32::MAX, self.escape as u32]);
+        match crate::constraint::lexeme_split(m, key)? {
+            split @ Split {
+                inside: Inside::Walk,
+                ..
+            } => Some(split),
+            // The kernel's precomputed string-content sets allow `\u` escapes, which calls do
+            // not: walk instead, keyed by the whole state.
+            Split { boundary, .. } => {
+                key.truncate(start);
+                key.extend([u32::MAX - 1, self.escape as u32]);
+                m.state_key(key);
+                Some(Split {
+                    boundary,
+                    inside: Inside::Walk,
+                    close: None,
+                })
+            }
+        }
     }
 
     fn completion(&mut self, max_len: usize) -> Option<Vec<u8>> {
@@ -791,6 +855,8 @@ mod tests {
         assert!(complete(f, Either, one));
         assert!(complete(f, Either, &two));
         assert!(complete(f, Branches::Calls, &two));
+        // The newline between blocks may be left out.
+        assert!(complete(f, Either, &format!("{one}{one}")));
         // A call whose string argument contains the closing tag is still one call.
         assert!(complete(
             f,
@@ -860,6 +926,29 @@ mod tests {
             feed(&mut r, &text[text.len() - text.len() / 2..]).unwrap();
             assert!(r.is_accepting());
         }
+    }
+
+    /// `\u` escapes are refused (the schema matcher would take the hex digits of one that
+    /// cannot become a valid key); other escapes are fine.
+    #[test]
+    fn no_unicode_escapes_in_calls() {
+        let f = ToolFormat::JsonEnvelope;
+        let start = r#"{"tool_calls":[{"name":"calculator","arguments":{""#;
+        // No key of this tool starts with an escaped character.
+        assert_eq!(
+            refused_at(f, Branches::Calls, &format!(r#"{start}\u0065"#)),
+            Some(start.len())
+        );
+        assert!(complete(
+            f,
+            Branches::Calls,
+            r#"{"tool_calls":[{"name":"calculator","arguments":{"expression":"a\\u\"b\n"}}]}"#
+        ));
+        let value = r#"{"tool_calls":[{"name":"calculator","arguments":{"expression":""#;
+        assert_eq!(
+            refused_at(f, Branches::Calls, &format!(r#"{value}a\\\u"#)),
+            Some(value.len() + 4)
+        );
     }
 
     #[test]

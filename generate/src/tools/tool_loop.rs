@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Reply, Tool, ToolCall, ToolChoice};
+use super::{Reply, Tool, ToolCall, ToolChoice, TurnOptions};
 use crate::engine::{GenerateOptions, Generator, Output, StopReason};
 use crate::error::GenerateError;
 use crate::model::Model;
@@ -194,7 +194,8 @@ pub enum LoopEvent<'a> {
 /// lets it answer (a text answer cannot start like a call, so it cannot loop on half calls).
 ///
 /// Timeout ([`ToolLoop::trip_timeout`], default none): a trip whose generation runs past it is
-/// cancelled and the loop fails with [`GenerateError::Timeout`]; a tool still running at the
+/// cancelled at the next generated piece (prompt evaluation itself is not interrupted) and the
+/// loop fails with [`GenerateError::Timeout`]; a tool still running at the
 /// deadline is abandoned (its thread is left to finish) and the model gets
 /// `error: timed out` as its result. Without a timeout handlers run on the calling thread;
 /// with one, each on its own thread. A panicking handler gives an error result.
@@ -208,6 +209,7 @@ pub struct ToolLoop {
     answer_on_last_trip: bool,
     trip_timeout: Option<Duration>,
     max_calls: Option<usize>,
+    answer_prefix: Option<String>,
     options: GenerateOptions,
 }
 
@@ -230,6 +232,7 @@ impl ToolLoop {
             answer_on_last_trip: true,
             trip_timeout: None,
             max_calls: None,
+            answer_prefix: None,
             options: GenerateOptions {
                 max_tokens: 256,
                 ..GenerateOptions::default()
@@ -289,9 +292,17 @@ impl ToolLoop {
     }
 
     /// Most calls per trip (`None`, the default: as many as the format allows). See
-    /// [`Generator::generate_with_tools_limited`].
+    /// [`TurnOptions::max_calls`].
     pub fn max_calls(mut self, max_calls: Option<usize>) -> ToolLoop {
         self.max_calls = max_calls;
+        self
+    }
+
+    /// Text that starts the answer of text-only trips (an assistant prefill, see
+    /// [`TurnOptions::prefill`]); it is part of the final answer. Helps base models answer
+    /// instead of echoing the prompt.
+    pub fn answer_prefix(mut self, prefix: Option<String>) -> ToolLoop {
+        self.answer_prefix = prefix.filter(|p| !p.is_empty());
         self
     }
 
@@ -362,11 +373,15 @@ impl ToolLoop {
             let deadline = self.trip_timeout.map(|d| start + d);
             let mut timed_out = false;
             let mut cancelled = false;
-            let (reply, output) = generator.generate_with_tools_limited(
+            let turn = TurnOptions {
+                max_calls: self.max_calls,
+                prefill: self.answer_prefix.clone(),
+            };
+            let (reply, output) = generator.generate_tool_turn(
                 result.messages.clone(),
                 &self.tools,
                 &choice,
-                self.max_calls,
+                &turn,
                 self.options.clone(),
                 &mut |text| {
                     if deadline.is_some_and(|d| Instant::now() > d) {

@@ -1,0 +1,84 @@
+//! `stencil chat` from the outside: the two-trip calculator loop on the default model, and
+//! clear errors for bad tool input.
+
+use std::process::{Command, Output};
+
+fn stencil(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_stencil"))
+        .args(args)
+        .env(
+            "STENCIL_ASSETS",
+            std::env::var_os("STENCIL_ASSETS")
+                .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../assets").into()),
+        )
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("running stencil")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The command of the README: a call, its result, then the answer on stdout.
+#[test]
+fn calculator_loop_on_the_default_model() {
+    let out = stencil(&[
+        "chat",
+        "--builtin",
+        "calculator",
+        "--prompt",
+        "What is 1234 * 5678? Use the calculator.",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(stdout.trim(), "The answer is 7006652.", "{stderr}");
+    assert!(stderr.contains("call call_1 calculator("), "{stderr}");
+    assert!(stderr.contains("-> 7006652"), "{stderr}");
+    assert!(stderr.contains("stop: Answer after 2 trip(s)"), "{stderr}");
+}
+
+#[test]
+fn bad_tool_input_is_a_clear_error() {
+    let out = stencil(&["chat", "--prompt", "hi"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("no tools"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = stencil(&[
+        "chat",
+        "--builtin",
+        "calculator",
+        "--tool-choice",
+        "weather",
+        "--prompt",
+        "hi",
+    ]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("`weather` is not among the tools (calculator)"),
+        "{err}"
+    );
+
+    let dir = std::env::temp_dir().join(format!("stencil-chat-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("tools.json");
+    std::fs::write(
+        &file,
+        r#"[{"type": "function", "function": {"name": "bad name"}}]"#,
+    )
+    .unwrap();
+    let out = stencil(&["chat", "--tools", file.to_str().unwrap(), "--prompt", "hi"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("tools[0]") && err.contains("bad name"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
