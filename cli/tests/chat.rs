@@ -1,24 +1,9 @@
 //! `stencil chat` from the outside: the two-trip calculator loop on the default model, and
 //! clear errors for bad tool input.
 
-use std::process::{Command, Output};
+mod support;
 
-fn stencil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stencil"))
-        .args(args)
-        .env(
-            "STENCIL_ASSETS",
-            std::env::var_os("STENCIL_ASSETS")
-                .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../assets").into()),
-        )
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("running stencil")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{stencil, text};
 
 /// The command of the README: a call, its result, then the answer on stdout.
 #[test]

@@ -1,23 +1,9 @@
 //! The `stencil` binary from the outside: clear errors for bad input, and the demo's first
 //! example on the real default model.
 
-use std::process::{Command, Output};
+mod support;
 
-fn stencil(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_stencil"))
-        .args(args)
-        .env(
-            "STENCIL_ASSETS",
-            std::env::var_os("STENCIL_ASSETS")
-                .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../assets").into()),
-        )
-        .output()
-        .expect("running stencil")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{stencil, text};
 
 #[test]
 fn help_lists_the_commands() {

@@ -70,6 +70,11 @@ pub(crate) fn lexeme_split(matcher: &Matcher, key: &mut Vec<u32>) -> Option<Spli
             inside: Inside::StringContent { budget },
             close,
         },
+        LexemeSplit::KeyContent => Split {
+            boundary: b'"',
+            inside: Inside::KeyContent,
+            close: None,
+        },
         LexemeSplit::Walk => Split {
             boundary: b'"',
             inside: Inside::Walk,

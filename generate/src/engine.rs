@@ -20,6 +20,10 @@ use crate::stream::Utf8Stream;
 use crate::template::{Message, SchemaInPrompt, inject_schema};
 use crate::tokenizer::Tokenizer;
 
+/// How many tokens before `max_tokens` the budget is watched, so the document can still be
+/// closed.
+const CLOSING_WINDOW: usize = 64;
+
 /// Knobs of one generation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -178,8 +182,13 @@ pub struct Generator<M: Model> {
     logits: Vec<f32>,
     /// Tokens made only of whitespace.
     whitespace: FixedBitSet,
-    /// Ids past the model's logits (special tokens the model does not have).
+    /// Where the per-step trace goes, if anywhere.
     trace: Option<TraceSink>,
+    /// The last prompt evaluated in full and the logits after it. A request with the same
+    /// prompt starts from these instead of re-evaluating its last token alone, whose logits
+    /// differ in the last bits from a whole-batch evaluation: so the same seed gives the same
+    /// text again.
+    prompt_logits: (Vec<u32>, Vec<f32>),
 }
 
 impl<M: Model> std::fmt::Debug for Generator<M> {
@@ -241,6 +250,7 @@ impl<M: Model> Generator<M> {
             options: Options::generation(),
             grammars: LruCache::new(NonZeroUsize::new(32).expect("non-zero")),
             in_cache: Vec::new(),
+            prompt_logits: (Vec::new(), Vec::new()),
             logits: vec![f32::NEG_INFINITY; len],
             whitespace,
             trace: None,
@@ -399,13 +409,27 @@ impl<M: Model> Generator<M> {
             .zip(&ids)
             .take_while(|(a, b)| a == b)
             .count();
+        if common == ids.len()
+            && self.prompt_logits.0 == ids
+            && self.model.logits_depend_only_on_tokens()
+        {
+            self.model.truncate(common)?;
+            self.in_cache.truncate(common);
+            let saved = &self.prompt_logits.1;
+            self.logits[..saved.len()].copy_from_slice(saved);
+            return Ok(());
+        }
         // At least the last prompt token is evaluated, for its logits.
         let keep = common.min(ids.len().saturating_sub(1));
         self.model.truncate(keep)?;
         self.in_cache.truncate(keep);
         let logits = self.model.forward(&ids[keep..])?;
         self.logits[..logits.len()].copy_from_slice(logits);
+        let (prompt, saved) = &mut self.prompt_logits;
+        saved.clear();
+        saved.extend_from_slice(logits);
         self.in_cache.extend_from_slice(&ids[keep..]);
+        *prompt = ids;
         Ok(())
     }
 
@@ -423,6 +447,12 @@ impl<M: Model> Generator<M> {
         self.logits[..logits.len()].copy_from_slice(logits);
         self.in_cache.extend_from_slice(&ids);
         Ok(())
+    }
+
+    /// The tokens of the shortest valid completion of the constrained text so far.
+    fn closing_tokens<R: Recognizer>(&self, session: &mut Session<R>) -> Option<Vec<TokenId>> {
+        let bytes = session.recognizer_mut().completion(1024)?;
+        self.kernel.longest_tokens(&bytes)
     }
 
     fn trace_line(&mut self, line: Value) {
@@ -456,6 +486,10 @@ impl<M: Model> Generator<M> {
         let mut step = 0usize;
         let n_logits = self.model.vocab_size();
         let mut cancelled = false;
+        // Set when a sampled token was taken back because the document would no longer have
+        // fitted in the budget: the next step closes it (and nothing is taken back again, so
+        // a document that cannot be closed in time still ends, as truncated).
+        let mut must_close = false;
         let stop;
         macro_rules! emit {
             ($tokens:expr) => {{
@@ -479,12 +513,12 @@ impl<M: Model> Generator<M> {
                 break;
             }
             if let Some((session, cache)) = constraint.as_mut() {
-                // Near the budget: finish with the shortest valid completion.
+                // Near the budget: finish with the shortest valid completion, when it just
+                // fits or when the last sampled token would have made it too long.
                 if opts.close_at_budget
-                    && remaining <= 64
-                    && let Some(bytes) = session.recognizer_mut().completion(1024)
-                    && let Some(tokens) = self.kernel.longest_tokens(&bytes)
-                    && tokens.len() + 1 >= remaining
+                    && remaining <= CLOSING_WINDOW
+                    && let Some(tokens) = self.closing_tokens(session)
+                    && (must_close || tokens.len() + 1 >= remaining)
                     && tokens.len() <= remaining
                 {
                     for &t in &tokens {
@@ -541,6 +575,21 @@ impl<M: Model> Generator<M> {
                 let token = sampler.sample(&mut self.logits, &history)?;
                 let token = TokenId::new(token).expect("sampled inside the vocabulary");
                 session.commit(token)?;
+                // Keep the document closable within the budget: a token after which the
+                // shortest completion no longer fits (say a `,` that opens one more item) is
+                // taken back, and the document is closed instead.
+                if opts.close_at_budget
+                    && remaining <= CLOSING_WINDOW
+                    && !must_close
+                    && self
+                        .closing_tokens(session)
+                        .is_some_and(|c| c.len() + 1 > remaining)
+                {
+                    session.rollback(1)?;
+                    must_close = true;
+                    self.trace_line(json!({"step": step, "taken_back": token.as_u32()}));
+                    continue;
+                }
                 self.trace_line(json!({"step": step, "token": token.as_u32(),
                     "text": String::from_utf8_lossy(vocab.bytes(token)),
                     "allowed": stats.allowed, "cache_hit": stats.cache_hit, "mask_us": us}));

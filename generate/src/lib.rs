@@ -14,8 +14,8 @@
 //! Tool calling (OpenAI-style tools, `tool_choice`, a multi-trip loop and a calculator) is in
 //! [`tools`].
 //!
-//! The [`Generator`] works with any [`Model`] (the `runtime-llama` and `runtime-mlx` crates
-//! provide them) and any [`mask_kernel::Recognizer`] as constraint.
+//! The [`Generator`] works with any [`Model`] (the `runtime-llama` crate provides one) and any
+//! [`mask_kernel::Recognizer`] as constraint.
 #![warn(missing_docs)]
 
 pub mod constraint;

@@ -62,6 +62,16 @@ pub trait Model {
         self.truncate(0)
     }
 
+    /// Whether the logits after a token sequence depend on that sequence alone, as for any
+    /// real model. The generator then keeps the logits after the last prompt it evaluated, so
+    /// that a repeated prompt starts from exactly the same logits: evaluating only its last
+    /// token again, on the cached prefix, gives logits that differ in the last bits, enough to
+    /// change a sampled text. Test doubles that script a different output per request return
+    /// `false`.
+    fn logits_depend_only_on_tokens(&self) -> bool {
+        true
+    }
+
     /// A short human-readable description (architecture, parameters, quantization).
     fn describe(&self) -> String {
         String::new()

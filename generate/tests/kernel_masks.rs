@@ -211,13 +211,11 @@ fn run(name: &'static str, only: Option<&[&str]>, stride: usize, walks: u64, ste
 }
 
 #[test]
-#[ignore = "known bug: with a shared mask cache, bounded-string states after a multi-byte character miss tokens that close with an escaped backslash (`\\\\\"`); two states share a cache key"]
 fn llama3_masks_equal_the_brute_force() {
     run("llama3", None, 4, 3, 8);
 }
 
 #[test]
-#[ignore = "known bug: with a shared mask cache, bounded-string states after a multi-byte character miss tokens that close with an escaped backslash (`\\\\\"`); two states share a cache key"]
 fn gemma3_masks_equal_the_brute_force() {
     run("gemma3", None, 6, 2, 8);
 }
@@ -230,13 +228,11 @@ const SUBSET: &[&str] = &[
 ];
 
 #[test]
-#[ignore = "known bug: with a shared mask cache, bounded-string states after a multi-byte character miss tokens that close with an escaped backslash (`\\\\\"`); two states share a cache key"]
 fn qwen3_masks_equal_the_brute_force() {
     run("qwen3", Some(SUBSET), 8, 1, 6);
 }
 
 #[test]
-#[ignore = "known bug: with a shared mask cache, bounded-string states after a multi-byte character miss tokens that close with an escaped backslash (`\\\\\"`); two states share a cache key"]
 fn llama2_masks_equal_the_brute_force() {
     run("llama2", Some(SUBSET), 8, 1, 6);
 }

@@ -66,6 +66,10 @@ impl Model for Scripted {
         }
         Ok(&self.logits)
     }
+    fn logits_depend_only_on_tokens(&self) -> bool {
+        // The script changes with each request, whatever the prompt.
+        false
+    }
     fn truncate(&mut self, n_past: usize) -> Result<(), ModelError> {
         self.past = self.past.min(n_past);
         self.request += 1;

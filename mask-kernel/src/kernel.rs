@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
 
-use crate::string_content::string_content;
+use crate::string_content::{key_content, string_content};
 
 /// Everything the kernel precomputes for one vocabulary. Immutable and `Send + Sync`: build it
 /// once per tokenizer and share it (`Arc`) between sessions and threads.
@@ -28,6 +28,8 @@ pub struct Kernel {
     /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
     /// code points; the last entry holds them all.
     by_budget: Vec<FixedBitSet>,
+    /// Tokens that are key content (string content with only the escapes JSON needs).
+    key_content: FixedBitSet,
     eos: Vec<TokenId>,
 }
 
@@ -97,6 +99,12 @@ impl Kernel {
             }
             by_budget.push(cur.clone());
         }
+        let mut key_set = FixedBitSet::with_capacity(n);
+        for id in vocab.indexable_ids() {
+            if key_content(vocab.bytes(id)).is_some() {
+                key_set.insert(id.as_usize());
+            }
+        }
         let eos = vocab.eos_ids().to_vec();
         Ok(Kernel {
             vocab,
@@ -107,6 +115,7 @@ impl Kernel {
             close_empty,
             escaped_quote_trie,
             by_budget,
+            key_content: key_set,
             eos,
         })
     }
@@ -170,6 +179,11 @@ impl Kernel {
         &self.by_budget[i]
     }
 
+    /// Tokens that are key content (see [`crate::key_content`]).
+    pub fn key_content(&self) -> &FixedBitSet {
+        &self.key_content
+    }
+
     /// Splits `bytes` into producible tokens, longest match first. `None` when some byte
     /// sequence is not covered by any token (cannot happen with byte-level or byte-fallback
     /// vocabularies).
@@ -204,5 +218,6 @@ impl Kernel {
         self.trie.memory_bytes()
             + self.quote_trie.memory_bytes()
             + self.by_budget.iter().map(|b| b.len() / 8).sum::<usize>()
+            + self.key_content.len() / 8
     }
 }

@@ -78,4 +78,4 @@ pub use fixedbitset::FixedBitSet;
 pub use kernel::Kernel;
 pub use recognizer::{Inside, Recognizer, Split};
 pub use session::{MaskStats, Session};
-pub use string_content::string_content;
+pub use string_content::{key_content, string_content};

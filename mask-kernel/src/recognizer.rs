@@ -62,6 +62,9 @@ pub enum Inside {
         /// Most code points a token may add.
         budget: Option<u32>,
     },
+    /// The lexeme is an object key that accepts any content spelled with only the escapes JSON
+    /// needs: exactly the tokens that are [`crate::key_content`]. Precomputed too.
+    KeyContent,
     /// Walk the trie with the recognizer in lexeme-only mode; the result is cached under the
     /// key written by [`Recognizer::split`].
     Walk,

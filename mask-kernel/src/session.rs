@@ -195,6 +195,7 @@ impl<R: Recognizer> Session<R> {
                     Inside::StringContent { budget } => {
                         out.union_with(kernel.string_content(budget))
                     }
+                    Inside::KeyContent => out.union_with(kernel.key_content()),
                     Inside::Walk => {
                         if let Some(m) = cache.get_inside(&self.split_key) {
                             out.union_with(m);
@@ -322,6 +323,14 @@ impl<R: Recognizer> Session<R> {
             });
         }
         let bytes = vocab.bytes(token);
+        if bytes.is_empty() {
+            // Masks never hold a token without bytes: it would make no progress.
+            return Err(MaskError::TokenNotAllowed {
+                token: token.as_u32(),
+                bytes: String::new(),
+                at: 0,
+            });
+        }
         for (i, &b) in bytes.iter().enumerate() {
             if !self.rec.try_push_byte(b) {
                 self.rec.pop_bytes(i);

@@ -9,6 +9,16 @@
 
 /// The number of code points `bytes` starts if it is string content, else `None`.
 pub fn string_content(bytes: &[u8]) -> Option<u32> {
+    content(bytes, false)
+}
+
+/// Like [`string_content`], for object keys that use only the escapes JSON needs: `\"`, `\\`,
+/// `\b` `\f` `\n` `\r` `\t` and `\u0000`..`\u001f` (no `\/`, no other `\u`).
+pub fn key_content(bytes: &[u8]) -> Option<u32> {
+    content(bytes, true)
+}
+
+fn content(bytes: &[u8], needed_only: bool) -> Option<u32> {
     let mut decoded: Vec<u8> = Vec::with_capacity(bytes.len());
     let mut i = 0;
     let mut pending = 0u32;
@@ -24,12 +34,37 @@ pub fn string_content(bytes: &[u8]) -> Option<u32> {
                     break;
                 };
                 match e {
+                    b'/' if needed_only => return None,
+                    b'u' if needed_only => {
+                        // `\u00` then `0` or `1` then any digit.
+                        for (k, &d) in rest[1..].iter().take(4).enumerate() {
+                            let ok = match k {
+                                0 | 1 => d == b'0',
+                                2 => d == b'0' || d == b'1',
+                                _ => d.is_ascii_hexdigit(),
+                            };
+                            if !ok {
+                                return None;
+                            }
+                        }
+                        if rest.len() < 5 {
+                            pending = 1;
+                            break;
+                        }
+                        decoded.push(b'x');
+                        i += 6;
+                    }
                     b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {
                         decoded.push(b'x');
                         i += 2;
                     }
                     b'u' => match hex4(&rest[1..]) {
-                        Hex::Partial => {
+                        Hex::Partial(v, k) => {
+                            // Some completion must not be a lone low surrogate.
+                            let (lo, hi) = completions(v, k);
+                            if lo >= 0xDC00 && hi < 0xE000 {
+                                return None;
+                            }
                             pending = 1;
                             break;
                         }
@@ -44,7 +79,12 @@ pub fn string_content(bytes: &[u8]) -> Option<u32> {
                                     break;
                                 }
                                 [b'\\', b'u', tail @ ..] => match hex4(tail) {
-                                    Hex::Partial => {
+                                    Hex::Partial(v, k) => {
+                                        // Some completion must be a low surrogate.
+                                        let (lo, hi) = completions(v, k);
+                                        if hi < 0xDC00 || lo >= 0xE000 {
+                                            return None;
+                                        }
                                         pending = 1;
                                         break;
                                     }
@@ -75,7 +115,8 @@ pub fn string_content(bytes: &[u8]) -> Option<u32> {
     }
     match std::str::from_utf8(&decoded) {
         Ok(_) => {}
-        Err(e) if e.error_len().is_none() => {}
+        // An unfinished character may end the token, but an escape cannot start inside one.
+        Err(e) if e.error_len().is_none() && pending == 0 => {}
         Err(_) => return None,
     }
     let cps = decoded
@@ -87,15 +128,22 @@ pub fn string_content(bytes: &[u8]) -> Option<u32> {
 
 enum Hex {
     Value(u32),
-    Partial,
+    /// The value of the `k` digits read so far.
+    Partial(u32, u32),
     Bad,
+}
+
+/// The values four hex digits can take after the `k` digits of value `v`.
+fn completions(v: u32, k: u32) -> (u32, u32) {
+    let shift = 4 * (4 - k);
+    (v << shift, (v << shift) | ((1 << shift) - 1))
 }
 
 fn hex4(b: &[u8]) -> Hex {
     let mut v = 0u32;
     for k in 0..4 {
         match b.get(k) {
-            None => return Hex::Partial,
+            None => return Hex::Partial(v, k as u32),
             Some(&c) => match (c as char).to_digit(16) {
                 Some(h) => v = (v << 4) | h,
                 None => return Hex::Bad,
@@ -107,7 +155,27 @@ fn hex4(b: &[u8]) -> Hex {
 
 #[cfg(test)]
 mod tests {
-    use super::string_content;
+    use super::{key_content, string_content};
+
+    #[test]
+    fn keys_use_only_the_escapes_json_needs() {
+        assert_eq!(key_content("héllo".as_bytes()), Some(5));
+        assert_eq!(key_content(b"a\\\"\\n\\t"), Some(4));
+        assert_eq!(key_content(b"\\u001f"), Some(1));
+        assert_eq!(key_content(b"\\u00"), Some(1), "may become \\u001f");
+        assert_eq!(key_content(b"\\"), Some(1));
+        assert_eq!(key_content(b"\\/"), None);
+        assert_eq!(key_content(b"\\u0020"), None);
+        assert_eq!(key_content(b"\\u00e9"), None);
+        assert_eq!(key_content(b"\\u01"), None);
+        assert_eq!(key_content(b"\\u002"), None);
+        assert_eq!(key_content(b"a\""), None);
+        assert_eq!(
+            string_content(b"\\/"),
+            Some(1),
+            "values may escape anything"
+        );
+    }
 
     #[test]
     fn classifies() {

@@ -2,36 +2,13 @@
 //! tokenizer, schemas from the demo. Outputs are checked with an independent validator (the
 //! `jsonschema` crate), and a seeded sampling run is repeated to check it reproduces.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+mod support;
 
 use anyhow::{Context, Result, ensure};
-use generate::{
-    GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, StopReason, Tokenizer,
-};
-use runtime_llama::{LlamaConfig, LlamaModel};
+use generate::{GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, StopReason};
+use runtime_llama::LlamaModel;
 use serde_json::{Value, json};
-
-fn assets() -> PathBuf {
-    std::env::var_os("STENCIL_ASSETS").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")),
-        PathBuf::from,
-    )
-}
-
-fn generator() -> Result<Generator<LlamaModel>> {
-    let model = assets().join("models/gemma-3-270m-q4_k_m.gguf");
-    let tok = assets().join("tokenizers/gemma3/tokenizer.json");
-    ensure!(
-        model.is_file() && tok.is_file(),
-        "{} or {} is missing: run `cargo xtask fetch-assets`",
-        model.display(),
-        tok.display()
-    );
-    let model = LlamaModel::load(&model, LlamaConfig::default().with_n_ctx(1024))?;
-    let tokenizer = Arc::new(Tokenizer::from_file(&tok)?);
-    Ok(Generator::new(model, tokenizer)?)
-}
+use support::generator;
 
 fn countries() -> Value {
     json!({
@@ -64,6 +41,54 @@ fn validate(schema: &Value, text: &str) -> Result<Value> {
         .collect();
     ensure!(errors.is_empty(), "{text} does not validate: {errors:?}");
     Ok(value)
+}
+
+/// Sampling at temperature 1 with nucleus 0.95: seeded, so reproducible.
+fn sampled(seed: u64, max_tokens: usize) -> GenerateOptions {
+    GenerateOptions {
+        max_tokens,
+        seed,
+        sampler: sampler::SamplerConfig {
+            temperature: 1.0,
+            top_p: 0.95,
+            ..sampler::SamplerConfig::default()
+        },
+        ..GenerateOptions::default()
+    }
+}
+
+/// Seed 7 twice (the texts must be equal), then seeds 1 to 3; every output complete and valid.
+/// Returns the four texts.
+fn sampled_runs(
+    g: &mut Generator<LlamaModel>,
+    schema: &Value,
+    prompt: &str,
+    max_tokens: usize,
+) -> Result<Vec<String>> {
+    let mut sink = |_: &str| true;
+    let a = g.generate(&request(schema, prompt, sampled(7, max_tokens)), &mut sink)?;
+    let b = g.generate(&request(schema, prompt, sampled(7, max_tokens)), &mut sink)?;
+    ensure!(
+        a.text == b.text,
+        "the same seed gave different texts: {:?} {:?}",
+        a.text,
+        b.text
+    );
+    let mut outs = vec![(7, a)];
+    for seed in [1, 2, 3] {
+        let out = g.generate(
+            &request(schema, prompt, sampled(seed, max_tokens)),
+            &mut sink,
+        )?;
+        outs.push((seed, out));
+    }
+    let mut texts = Vec::with_capacity(outs.len());
+    for (seed, out) in outs {
+        ensure!(out.complete, "seed {seed}: {out:?}");
+        validate(schema, &out.text)?;
+        texts.push(out.text);
+    }
+    Ok(texts)
 }
 
 const COUNTRIES: &str = "Which countries are mentioned in the sentence 'Adamma went home to \
@@ -115,28 +140,7 @@ fn a_seed_reproduces_its_text_and_formats_hold() -> Result<()> {
     });
     let prompt = "The quarterly review is on 13 March 2026 in Lagos with 12 people. Describe \
         the event as JSON following this schema: #!JSON_SCHEMA!#";
-    let sampled = |seed| GenerateOptions {
-        max_tokens: 96,
-        seed,
-        sampler: sampler::SamplerConfig {
-            temperature: 1.0,
-            top_p: 0.95,
-            ..sampler::SamplerConfig::default()
-        },
-        ..GenerateOptions::default()
-    };
-    let mut sink = |_: &str| true;
-    let a = g.generate(&request(&schema, prompt, sampled(7)), &mut sink)?;
-    let b = g.generate(&request(&schema, prompt, sampled(7)), &mut sink)?;
-    assert_eq!(a.text, b.text, "the same seed gave different texts");
-    assert!(a.complete, "{a:?}");
-    validate(&schema, &a.text)?;
-    // Other seeds: different samples, every one valid.
-    for seed in [1, 2, 3] {
-        let c = g.generate(&request(&schema, prompt, sampled(seed)), &mut sink)?;
-        assert!(c.complete, "seed {seed}: {c:?}");
-        validate(&schema, &c.text)?;
-    }
+    sampled_runs(&mut g, &schema, prompt, 96)?;
     Ok(())
 }
 
@@ -169,5 +173,43 @@ fn schema_errors_name_the_keyword_and_pointer() -> Result<()> {
     let msg = err.to_string();
     assert!(msg.contains("/properties/a"), "{msg}");
     assert!(msg.contains("format"), "{msg}");
+    Ok(())
+}
+
+#[test]
+fn a_seed_reproduces_its_sampled_text() -> Result<()> {
+    let mut g = generator()?;
+    let schema = json!({
+        "type": "array",
+        "items": {"type": "string", "maxLength": 24},
+        "minItems": 1,
+        "maxItems": 4
+    });
+    let prompt = "List up to four cities in West Africa as JSON following this schema: \
+        #!JSON_SCHEMA!#";
+    let mut texts = sampled_runs(&mut g, &schema, prompt, 64)?;
+    texts.sort();
+    texts.dedup();
+    assert!(texts.len() > 1, "four seeds, one text: {texts:?}");
+    Ok(())
+}
+
+/// Sampled array items near the budget: a `,` that would open one more item than the budget
+/// can finish is taken back and the document closed, so every run ends valid.
+#[test]
+fn sampled_runs_close_within_the_budget() -> Result<()> {
+    let mut g = generator()?;
+    let schema = countries();
+    for seed in 1..=6 {
+        for max_tokens in [30, 45] {
+            let out = g.generate(
+                &request(&schema, COUNTRIES, sampled(seed, max_tokens)),
+                &mut |_| true,
+            )?;
+            assert!(out.completion_tokens <= max_tokens, "{out:?}");
+            assert!(out.complete, "seed {seed}, budget {max_tokens}: {out:?}");
+            validate(&schema, &out.text)?;
+        }
+    }
     Ok(())
 }

@@ -3,35 +3,13 @@
 //! `jsonschema` validator), `auto` giving either text or a complete call, and the two-trip
 //! calculator loop of `stencil chat`.
 
-use std::path::PathBuf;
-use std::sync::Arc;
+mod support;
 
 use anyhow::{Result, ensure};
 use generate::tools::{LoopStop, Reply, Tool, ToolChoice, ToolFormat, ToolLoop, builtin};
-use generate::{GenerateOptions, Generator, Message, StopReason, Tokenizer};
-use runtime_llama::{LlamaConfig, LlamaModel};
+use generate::{GenerateOptions, Message, StopReason};
 use serde_json::{Value, json};
-
-fn assets() -> PathBuf {
-    std::env::var_os("STENCIL_ASSETS").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")),
-        PathBuf::from,
-    )
-}
-
-fn generator() -> Result<Generator<LlamaModel>> {
-    let model = assets().join("models/gemma-3-270m-q4_k_m.gguf");
-    let tok = assets().join("tokenizers/gemma3/tokenizer.json");
-    ensure!(
-        model.is_file() && tok.is_file(),
-        "{} or {} is missing: run `cargo xtask fetch-assets`",
-        model.display(),
-        tok.display()
-    );
-    let model = LlamaModel::load(&model, LlamaConfig::default().with_n_ctx(1024))?;
-    let tokenizer = Arc::new(Tokenizer::from_file(&tok)?);
-    Ok(Generator::new(model, tokenizer)?)
-}
+use support::generator;
 
 fn weather() -> Result<Tool> {
     Ok(Tool::from_openai(
@@ -169,5 +147,35 @@ fn two_trip_calculator_loop() -> Result<()> {
     ensure!(answer.starts_with("The answer is"), "{answer}");
     // The model copies the tool's result into its answer.
     ensure!(answer.contains(&outcome.content), "{answer}");
+    Ok(())
+}
+
+/// Sampled parallel calls near a small budget: a call that could not be finished in time is
+/// never begun, so every run returns complete calls (what the server's load test asks).
+#[test]
+fn sampled_calls_close_within_a_small_budget() -> Result<()> {
+    let mut g = generator()?;
+    let tools = [weather()?];
+    for seed in 1..=8 {
+        let options = GenerateOptions {
+            max_tokens: 48,
+            seed,
+            sampler: sampler::SamplerConfig {
+                temperature: 1.0,
+                ..sampler::SamplerConfig::default()
+            },
+            ..GenerateOptions::default()
+        };
+        let msgs = vec![Message::new("user", format!("Weather in city {seed}?"))];
+        let (reply, out) =
+            g.generate_with_tools(msgs, &tools, &ToolChoice::Required, options, &mut |_| true)?;
+        ensure!(out.completion_tokens <= 48, "{out:?}");
+        let Reply::Calls(calls) = reply else {
+            anyhow::bail!("seed {seed}: expected calls, got {reply:?}")
+        };
+        for c in &calls {
+            assert_valid(&tools[0].parameters, &c.arguments)?;
+        }
+    }
     Ok(())
 }

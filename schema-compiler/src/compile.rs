@@ -533,6 +533,10 @@ impl<'o> Builder<'o> {
                 ),
             });
         }
+        if l.max.is_some_and(|m| m < l.min) {
+            // No length fits: the empty language.
+            return Ok(self.empty_lang());
+        }
         let re = match l.max {
             Some(m) => format!("(?s:.{{{},{}}})", l.min, m),
             None => format!("(?s:.{{{},}})", l.min),

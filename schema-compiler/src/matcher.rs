@@ -27,7 +27,7 @@ use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
 use crate::ir::NodeId;
-use crate::options::Whitespace;
+use crate::options::{KeyEscapes, Whitespace};
 use crate::text::decimal::Decimal;
 
 const NONE: u32 = u32::MAX;
@@ -219,6 +219,8 @@ struct Lex {
     hash: u64,
     /// Second hash stream of the decoded bytes (value hashing).
     hash2: u64,
+    /// Where the text of the number or literal being lexed starts in `State::text`.
+    text_start: u32,
 }
 
 /// What one byte of a string does.
@@ -232,8 +234,9 @@ enum Decoded {
     Bytes([u8; 4], usize),
 }
 
-/// Advances the escape decoder by `b`.
-fn decode(core: &mut Core, b: u8) -> Decoded {
+/// Advances the escape decoder by `b`. With `needed_only`, only escapes JSON needs are
+/// accepted: `\"`, `\\` and control characters ([`crate::KeyEscapes::Needed`]).
+fn decode(core: &mut Core, b: u8, needed_only: bool) -> Decoded {
     match core.esc {
         0 => match b {
             b'"' => Decoded::End,
@@ -245,6 +248,9 @@ fn decode(core: &mut Core, b: u8) -> Decoded {
             _ => Decoded::Bytes([b, 0, 0, 0], 1),
         },
         1 => {
+            if needed_only && b == b'/' {
+                return Decoded::Reject;
+            }
             let d = match b {
                 b'"' => b'"',
                 b'\\' => b'\\',
@@ -268,6 +274,10 @@ fn decode(core: &mut Core, b: u8) -> Decoded {
             let Some(h) = (b as char).to_digit(16) else {
                 return Decoded::Reject;
             };
+            // `\u0000`..`\u001f`: the control characters.
+            if needed_only && ((core.esc < 4 && h != 0) || (core.esc == 4 && h > 1)) {
+                return Decoded::Reject;
+            }
             // A pending high surrogate stays in the upper half while the low one is read.
             core.uval = (core.uval & 0xffff_0000) | (((core.uval << 4) | h) & 0xffff);
             if core.esc != 5 && core.esc != 11 {
@@ -317,6 +327,131 @@ fn decode(core: &mut Core, b: u8) -> Decoded {
         }
         _ => Decoded::Reject,
     }
+}
+
+/// The code points an unfinished escape can still produce, as inclusive ranges (at most 3).
+fn escape_ranges(core: &Core, needed_only: bool) -> ([(u32, u32); 3], usize) {
+    let mut out = [(0, 0); 3];
+    let mut n = 0;
+    if needed_only {
+        match core.esc {
+            1 => {
+                out = [
+                    (0, 0x1F),
+                    (b'"' as u32, b'"' as u32),
+                    (b'\\' as u32, b'\\' as u32),
+                ];
+                n = 3;
+            }
+            2..=5 => {
+                // The digits read so far are zeros, then possibly a 1 (see `decode`).
+                let shift = 4 * (4 - u32::from(core.esc - 2));
+                let lo = (core.uval & 0xffff) << shift;
+                out[0] = (lo, (lo | ((1 << shift) - 1)).min(0x1F));
+                n = 1;
+            }
+            _ => {}
+        }
+        return (out, n);
+    }
+    let mut push = |lo: u32, hi: u32| {
+        if lo <= hi {
+            out[n] = (lo, hi);
+            n += 1;
+        }
+    };
+    // Supplementary code points from high surrogates `h1..=h2`, optionally with the low
+    // surrogate limited to `l1..=l2`.
+    let pair = |h: u32, l: u32| 0x10000 + ((h - 0xD800) << 10) + (l - 0xDC00);
+    let digits = |read: u8, low16: u32| {
+        let shift = 4 * (4 - u32::from(read));
+        let lo = (low16 << shift) & 0xffff;
+        (lo, lo | ((1u32 << shift) - 1))
+    };
+    match core.esc {
+        1 | 2 => {
+            push(0, 0xD7FF);
+            push(0xE000, 0x10FFFF);
+        }
+        3..=5 => {
+            let (lo, hi) = digits(core.esc - 2, core.uval & 0xffff);
+            push(lo, hi.min(0xD7FF));
+            push(lo.max(0xE000), hi);
+            let (h1, h2) = (lo.max(0xD800), hi.min(0xDBFF));
+            if h1 <= h2 {
+                push(pair(h1, 0xDC00), pair(h2, 0xDFFF));
+            }
+        }
+        6 | 7 => {
+            let h = core.uval & 0xffff;
+            push(pair(h, 0xDC00), pair(h, 0xDFFF));
+        }
+        8..=11 => {
+            let h = core.uval >> 16;
+            let (lo, hi) = digits(core.esc - 8, core.uval & 0xffff);
+            let (l1, l2) = (lo.max(0xDC00), hi.min(0xDFFF));
+            if l1 <= l2 {
+                push(pair(h, l1), pair(h, l2));
+            }
+        }
+        _ => {}
+    }
+    (out, n)
+}
+
+/// The distinct tuples of DFA states (one per entry of `dfas`, from `start`) reached by the
+/// UTF-8 encoding of some code point an unfinished escape can still produce, flattened; and how
+/// many tuples there are (one empty tuple when there are no DFAs but some code point).
+fn escape_outcomes(
+    g: &Grammar,
+    core: &Core,
+    needed_only: bool,
+    dfas: &[DfaId],
+    start: &[u32],
+) -> (Vec<u32>, usize) {
+    let (ranges, n) = escape_ranges(core, needed_only);
+    let k = dfas.len();
+    if k == 0 {
+        return (Vec::new(), usize::from(n > 0));
+    }
+    let mut found: Vec<u32> = Vec::new();
+    let mut cur: Vec<u32> = Vec::new();
+    let mut next: Vec<u32> = Vec::new();
+    let mut tuple = vec![0u32; k];
+    for &(lo, hi) in &ranges[..n] {
+        let (Some(lo), Some(hi)) = (char::from_u32(lo), char::from_u32(hi)) else {
+            continue;
+        };
+        for seq in regex_syntax::utf8::Utf8Sequences::new(lo, hi) {
+            cur.clear();
+            cur.extend_from_slice(start);
+            for r in seq.as_slice() {
+                next.clear();
+                for t in cur.chunks(k) {
+                    for b in r.start..=r.end {
+                        for j in 0..k {
+                            tuple[j] = if t[j] == DEAD {
+                                DEAD
+                            } else {
+                                g.dfa(dfas[j]).next(t[j], b)
+                            };
+                        }
+                        if !next.chunks(k).any(|u| u == &tuple[..]) {
+                            next.extend_from_slice(&tuple);
+                        }
+                    }
+                }
+                std::mem::swap(&mut cur, &mut next);
+            }
+            for t in cur.chunks(k) {
+                if !found.chunks(k).any(|u| u == t) {
+                    found.extend_from_slice(t);
+                }
+            }
+        }
+    }
+    let count = found.len() / k;
+    (found, count)
 }
 
 /// Feeds decoded bytes to the UTF-8 syntax DFA and the code-point count.
@@ -522,8 +657,15 @@ impl Matcher {
     /// Forgets the undo history (the accepted bytes can no longer be popped). Keeps memory flat
     /// over long documents.
     pub fn commit(&mut self) {
-        self.st.journal.clear();
-        self.st.marks.clear();
+        let st = &mut self.st;
+        st.journal.clear();
+        st.marks.clear();
+        if matches!(st.lex.kind, LexKind::Num | LexKind::Lit) {
+            st.text.drain(..st.lex.text_start as usize);
+        } else {
+            st.text.clear();
+        }
+        st.lex.text_start = 0;
     }
 
     /// Whether the bytes so far are a complete valid document.
@@ -816,6 +958,7 @@ impl State {
                     core,
                     hash: FNV0,
                     hash2: HASH2_SEED,
+                    text_start: 0,
                 });
                 self.slot_viable(g, t)
             }
@@ -838,10 +981,11 @@ impl State {
                     },
                     hash: 0,
                     hash2: 0,
+                    // Earlier texts stay until `commit`, so pops can restore them.
+                    text_start: self.text.len() as u32,
                 });
                 if (lk == LexKind::Num && g.options.numbers.any_notation) || g.needs_hash {
                     self.journal.push(Undo::Text(self.text.len() as u32));
-                    self.text.clear();
                     self.text.push(b);
                 }
                 self.slot_viable(g, t)
@@ -980,7 +1124,8 @@ impl State {
     /// Decodes one byte of a string or key; feeds decoded bytes to the DFAs.
     fn string_byte(&mut self, g: &Grammar, b: u8) -> bool {
         let mut lex = self.lex;
-        let (out, n) = match decode(&mut lex.core, b) {
+        let needed_only = lex.kind == LexKind::Key && g.options.key_escapes == KeyEscapes::Needed;
+        let (out, n) = match decode(&mut lex.core, b, needed_only) {
             Decoded::Reject => return false,
             Decoded::End => {
                 return if lex.kind == LexKind::Str {
@@ -990,6 +1135,9 @@ impl State {
                 };
             }
             Decoded::Pending => {
+                if !self.escape_viable(g, &lex) {
+                    return false;
+                }
                 self.set_lex(lex);
                 return true;
             }
@@ -1044,6 +1192,79 @@ impl State {
         }
     }
 
+    /// Whether an unfinished escape (in `lex`) can still become a code point after which the
+    /// string or key is viable. An escape cannot start inside a multi-byte character.
+    fn escape_viable(&mut self, g: &Grammar, lex: &Lex) -> bool {
+        if !g.dfa(g.utf8).is_final(lex.core.syn) {
+            return false;
+        }
+        let t = self.top();
+        let f = self.frames[t];
+        let mut idx = Vec::new();
+        let mut dfas = Vec::new();
+        let mut states = Vec::new();
+        let mut specs = Vec::new();
+        if lex.kind == LexKind::Str {
+            for i in f.slot_start..f.slot_end {
+                let o = &self.obls[i as usize];
+                if !o.failed {
+                    idx.push(i);
+                    dfas.push(g.lexers[o.lexer as usize].dfa);
+                    states.push(o.state);
+                }
+            }
+        } else {
+            for li in f.leaf_start..f.leaf_end {
+                let leaf = &self.leaves[li as usize];
+                if let LeafSpec::Object(s) = leaf.spec
+                    && leaf.alive
+                    && leaf.key_state != DEAD
+                {
+                    idx.push(li);
+                    specs.push(s);
+                    dfas.push(g.obj_specs[s as usize].key_dfa);
+                    states.push(leaf.key_state);
+                }
+            }
+        }
+        let needed_only = lex.kind == LexKind::Key && g.options.key_escapes == KeyEscapes::Needed;
+        let (outcomes, count) = escape_outcomes(g, &lex.core, needed_only, &dfas, &states);
+        let k = dfas.len();
+        let mut after = *lex;
+        after.core.esc = 0;
+        after.core.count += 1;
+        for c in 0..count {
+            let tuple = &outcomes[c * k..(c + 1) * k];
+            let mark = self.journal.len();
+            self.set_lex(after);
+            let ok = if lex.kind == LexKind::Str {
+                for (j, &i) in idx.iter().enumerate() {
+                    let mut o = self.obls[i as usize];
+                    o.state = tuple[j];
+                    o.failed = tuple[j] == DEAD;
+                    self.set_obl(i as usize, o);
+                }
+                self.slot_viable(g, t)
+            } else {
+                let mut universal = true;
+                for (j, &li) in idx.iter().enumerate() {
+                    let mut leaf = self.leaves[li as usize];
+                    leaf.key_state = tuple[j];
+                    universal &= tuple[j] != DEAD
+                        && g.obj_specs[specs[j] as usize].key_universal
+                            [g.dfa(dfas[j]).index(tuple[j])];
+                    self.set_leaf(li as usize, leaf);
+                }
+                universal || self.frame_viable(g, t)
+            };
+            self.rollback(mark);
+            if ok {
+                return true;
+            }
+        }
+        false
+    }
+
     fn end_string(&mut self, g: &Grammar) -> bool {
         if !g.dfa(g.utf8).is_final(self.lex.core.syn) {
             return false;
@@ -1080,12 +1301,17 @@ impl State {
             LexKind::Num => match &lexer.check {
                 None => true,
                 Some(check) => {
-                    let text = std::str::from_utf8(&self.text).unwrap_or("");
+                    let text = std::str::from_utf8(self.lexeme_text()).unwrap_or("");
                     Decimal::from_json_text(text).is_ok_and(|d| check.eval(&d))
                 }
             },
             _ => true,
         }
+    }
+
+    /// The text of the number or literal being lexed (when it is kept).
+    fn lexeme_text(&self) -> &[u8] {
+        &self.text[(self.lex.text_start as usize).min(self.text.len())..]
     }
 
     fn finish_primitive(&mut self, g: &Grammar) -> bool {
@@ -1111,7 +1337,7 @@ impl State {
         match self.lex.kind {
             LexKind::Str => fin(TAG_STR, self.lex.hash, self.lex.hash2),
             LexKind::Num => {
-                let text = std::str::from_utf8(&self.text).unwrap_or("");
+                let text = std::str::from_utf8(self.lexeme_text()).unwrap_or("");
                 let canon = match Decimal::from_json_text(text) {
                     Ok(d) => d.to_canonical_string(),
                     Err(_) => text.to_string(),
@@ -1120,7 +1346,7 @@ impl State {
                 fin(TAG_NUM, a, b)
             }
             _ => {
-                let (a, b) = hash_bytes(&self.text);
+                let (a, b) = hash_bytes(self.lexeme_text());
                 fin(TAG_LIT, a, b)
             }
         }
@@ -1253,6 +1479,7 @@ impl State {
             core,
             hash: FNV0,
             hash2: HASH2_SEED,
+            text_start: 0,
         });
         self.frame_viable(g, t)
     }
@@ -1353,9 +1580,15 @@ impl State {
 
     fn lw_push(&mut self, g: &Grammar, b: u8) -> bool {
         let mut core = *self.lw.cores.last().expect("lexeme walker has a base");
-        let (out, n) = match decode(&mut core, b) {
+        let needed_only = !self.lw.is_str && g.options.key_escapes == KeyEscapes::Needed;
+        let (out, n) = match decode(&mut core, b, needed_only) {
             Decoded::Reject | Decoded::End => return false,
-            Decoded::Pending => ([0u8; 4], 0),
+            Decoded::Pending => {
+                if !self.lw_escape_viable(g, &core) {
+                    return false;
+                }
+                ([0u8; 4], 0)
+            }
             Decoded::Bytes(out, n) => (out, n),
         };
         if n > 0 && !feed_core(g, &mut core, &out[..n]) {
@@ -1373,22 +1606,59 @@ impl State {
             };
             lw.states.push(next);
         }
-        let ok = if self.lw.is_str {
-            self.lw_slot_viable(g, &core)
-        } else {
-            let lw = &self.lw;
-            let universal = (0..k).all(|j| {
-                let s = lw.states[base + k + j];
-                s != DEAD && self.lw_key_universal(g, j, s)
-            });
-            universal || self.frame_viable_keys(g, self.top(), &DeadSinks(&[]), true)
-        };
+        let ok = self.lw_top_viable(g, &core);
         if ok {
             self.lw.cores.push(core);
         } else {
             self.lw.states.truncate(base + k);
         }
         ok
+    }
+
+    /// Whether the walker's top states (with `core`) leave the string or key viable.
+    fn lw_top_viable(&self, g: &Grammar, core: &Core) -> bool {
+        if self.lw.is_str {
+            return self.lw_slot_viable(g, core);
+        }
+        let lw = &self.lw;
+        let k = lw.idx.len();
+        let top = lw.states.len() - k;
+        let universal = (0..k).all(|j| {
+            let s = lw.states[top + j];
+            s != DEAD && self.lw_key_universal(g, j, s)
+        });
+        universal || self.frame_viable_keys(g, self.top(), &DeadSinks(&[]), true)
+    }
+
+    /// [`State::escape_viable`] for the walker: `core` has the unfinished escape.
+    fn lw_escape_viable(&mut self, g: &Grammar, core: &Core) -> bool {
+        if !g.dfa(g.utf8).is_final(core.syn) {
+            return false;
+        }
+        let k = self.lw.idx.len();
+        let base = self.lw.states.len() - k;
+        let needed_only = !self.lw.is_str && g.options.key_escapes == KeyEscapes::Needed;
+        let (outcomes, count) = escape_outcomes(
+            g,
+            core,
+            needed_only,
+            &self.lw.dfas,
+            &self.lw.states[base..base + k],
+        );
+        let mut after = *core;
+        after.esc = 0;
+        after.count += 1;
+        for c in 0..count {
+            self.lw
+                .states
+                .extend_from_slice(&outcomes[c * k..(c + 1) * k]);
+            let ok = self.lw_top_viable(g, &after);
+            self.lw.states.truncate(base + k);
+            if ok {
+                return true;
+            }
+        }
+        false
     }
 
     fn lw_key_universal(&self, g: &Grammar, j: usize, state: u32) -> bool {
@@ -1847,6 +2117,10 @@ pub enum LexemeSplit {
         /// the range of code points that content may have for the string to close validly.
         close: Option<(u32, u32)>,
     },
+    /// Inside a key that accepts any content spelled with only the escapes JSON needs
+    /// ([`crate::KeyEscapes::Needed`]): tokens without `"` are allowed exactly when they are such
+    /// content.
+    KeyContent,
     /// Inside a string or key whose content is constrained: the tokens without `"` depend only
     /// on the lexeme state written into the key.
     Walk,
@@ -1949,6 +2223,10 @@ impl Matcher {
             return None;
         }
         if let Some((budget, close)) = self.universal_budget() {
+            if self.st.lex.kind == LexKind::Key && self.g.options.key_escapes == KeyEscapes::Needed
+            {
+                return Some(LexemeSplit::KeyContent);
+            }
             return Some(LexemeSplit::StringContent { budget, close });
         }
         let st = &self.st;
@@ -2082,7 +2360,9 @@ impl Matcher {
         let f = &st.frames[st.top()];
         if self.g.needs_hash {
             key.extend([l.hash as u32, (l.hash >> 32) as u32, l.hash2 as u32]);
-            key.extend(st.text.iter().map(|&b| b as u32));
+            if matches!(l.kind, LexKind::Num | LexKind::Lit) {
+                key.extend(st.lexeme_text().iter().map(|&b| b as u32));
+            }
         }
         match l.kind {
             LexKind::Str => {
@@ -2105,7 +2385,7 @@ impl Matcher {
                 }
             }
             LexKind::Num if self.g.options.numbers.any_notation => {
-                key.extend(st.text.iter().map(|&b| b as u32));
+                key.extend(st.lexeme_text().iter().map(|&b| b as u32));
             }
             _ => {}
         }
@@ -2367,5 +2647,120 @@ mod tests {
             "s": {"type": "string", "minLength": 3}}, "required": ["n", "s"]});
         let tail = complete(bounded, "{");
         assert!(tail.contains("\"n\":1"), "{tail}");
+    }
+
+    /// Index of the first byte of `text` refused after `prefix` (`None`: all accepted), with
+    /// the walker on when `walker`.
+    fn refused_at(
+        schema: &serde_json::Value,
+        prefix: &[u8],
+        text: &[u8],
+        walker: bool,
+    ) -> Option<usize> {
+        let options = Options::generation().key_escapes(KeyEscapes::Any);
+        refused_with(&options, schema, prefix, text, walker)
+    }
+
+    fn refused_with(
+        options: &Options,
+        schema: &serde_json::Value,
+        prefix: &[u8],
+        text: &[u8],
+        walker: bool,
+    ) -> Option<usize> {
+        let g = Arc::new(Grammar::compile(schema, options).unwrap());
+        let mut m = Matcher::new(g);
+        m.push_bytes(prefix).unwrap();
+        m.set_lexeme_only(walker);
+        m.push_bytes(text).err()
+    }
+
+    #[test]
+    fn escapes_start_only_when_some_code_point_can_follow() {
+        let closed = json!({"type": "object", "properties": {"ab": {"type": "integer"}},
+            "required": ["ab"], "additionalProperties": false});
+        let one_char = json!({"const": "é"});
+        let letters = json!({"type": "string", "pattern": "^[a-z]+$"});
+        let astral = json!({"const": "😀"});
+        let short = json!({"type": "string", "maxLength": 1});
+        for walker in [false, true] {
+            let at = |schema: &serde_json::Value, prefix: &str, text: &str| {
+                refused_at(schema, prefix.as_bytes(), text.as_bytes(), walker)
+            };
+            assert_eq!(at(&closed, "{\"", r"\u0061b"), None);
+            assert_eq!(
+                at(&closed, "{\"", r"\uf"),
+                Some(2),
+                "no key starts in U+F000.."
+            );
+            assert_eq!(at(&closed, "{\"", r"\u0062"), Some(5));
+            assert_eq!(at(&closed, "{\"", r"\n"), Some(1));
+            assert_eq!(at(&closed, "{\"ab", r"\"), Some(0), "the key can only end");
+            assert_eq!(at(&one_char, "\"", r"\u00e9"), None);
+            assert_eq!(at(&one_char, "\"", r"\u00e8"), Some(5));
+            assert_eq!(at(&letters, "\"", r"\u006"), None);
+            assert_eq!(at(&letters, "\"", r"\u00e"), Some(4));
+            assert_eq!(at(&letters, "\"", r"\t"), Some(1));
+            assert_eq!(at(&astral, "\"", r"\uD83D\uDE00"), None);
+            assert_eq!(at(&astral, "\"", r"\uD83E"), Some(5));
+            assert_eq!(at(&astral, "\"", r"\uD83D\uDE01"), Some(11));
+            assert_eq!(at(&astral, "\"", r"\u0"), Some(2));
+            assert_eq!(at(&short, "\"a", r"\"), Some(0), "maxLength 1 is used up");
+            let any = json!({"type": "string"});
+            assert_eq!(
+                refused_at(&any, b"\"\xC3", b"\\", walker),
+                Some(0),
+                "an escape cannot start inside a character"
+            );
+        }
+    }
+
+    #[test]
+    fn pops_restore_the_text_of_an_unfinished_number() {
+        let unique = json!({"type": "array", "items": {"type": "number"}, "uniqueItems": true});
+        let g = Arc::new(Grammar::compile(&unique, &Options::generation()).unwrap());
+        let mut m = Matcher::new(g);
+        m.push_bytes(b"[3,2").unwrap();
+        let mut before = Vec::new();
+        m.state_key(&mut before);
+        m.push_bytes(b",3").unwrap();
+        m.pop_bytes(2);
+        let mut after = Vec::new();
+        m.state_key(&mut after);
+        assert_eq!(before, after, "the state key is restored");
+        assert_eq!(m.push_bytes(b",3,"), Err(2), "3 is a duplicate; 2 is not");
+        m.pop_bytes(2);
+        assert_eq!(m.push_bytes(b",2,"), Err(2), "2 is a duplicate");
+        m.pop_bytes(2);
+        m.commit();
+        assert_eq!(m.push_bytes(b"0]"), Ok(()), "20 is new");
+        assert!(m.is_accepting());
+    }
+
+    #[test]
+    fn generated_keys_escape_only_what_json_needs() {
+        let closed = json!({"type": "object", "properties": {"ab": {"type": "integer"}},
+            "additionalProperties": false});
+        let free = json!({"type": "object"});
+        let options = Options::generation();
+        for walker in [false, true] {
+            let at = |schema: &serde_json::Value, text: &str| {
+                refused_with(&options, schema, b"{\"", text.as_bytes(), walker)
+            };
+            assert_eq!(at(&closed, r"\"), Some(0), "`a` is written as itself");
+            assert_eq!(at(&closed, "ab"), None);
+            assert_eq!(at(&free, r#"\"\\\n\t\u001f"#), None);
+            assert_eq!(at(&free, r"\/"), Some(1));
+            assert_eq!(at(&free, r"\u0020"), Some(4));
+            assert_eq!(at(&free, r"\u00e9"), Some(4));
+            assert_eq!(at(&free, r"\u1"), Some(2));
+        }
+        let value = json!({"type": "object", "additionalProperties": {"type": "string"}});
+        let text = br#"a":"\u00e9\/"#;
+        assert_eq!(
+            refused_with(&options, &value, b"{\"", text, false),
+            None,
+            "values keep every escape"
+        );
     }
 }

@@ -22,6 +22,20 @@ pub enum Whitespace {
     Unbounded,
 }
 
+/// Which escapes an object key may use.
+///
+/// Like whitespace, escapes never change what a document means (`"\u006eame"` is the key
+/// `name`), so this only decides which spellings of a key are accepted. Keys spelled as
+/// themselves let a generator force a known key byte by byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyEscapes {
+    /// Only where JSON needs one: `\"`, `\\`, and control characters (`\n`, `\t`, `\b`,
+    /// `\f`, `\r`, `\u0000`..`\u001f`).
+    Needed,
+    /// Any JSON escape (for validating text written by someone else).
+    Any,
+}
+
 /// How number texts are governed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NumberPolicy {
@@ -92,6 +106,8 @@ pub struct Options {
     pub strict: bool,
     /// Whitespace policy.
     pub whitespace: Whitespace,
+    /// Escapes allowed in object keys.
+    pub key_escapes: KeyEscapes,
     /// Number policy.
     pub numbers: NumberPolicy,
     /// Whether `format` is enforced.
@@ -119,8 +135,9 @@ pub enum Draft {
 
 impl Options {
     /// Defaults for constraining generation: compact-ish whitespace (one line break and 16
-    /// spaces per gap), at most 20 integer digits, 20 fraction digits and 3 exponent digits,
-    /// constrained numbers in plain notation, formats enforced, strict.
+    /// spaces per gap), keys escaped only where needed, at most 20 integer digits, 20 fraction
+    /// digits and 3 exponent digits, constrained numbers in plain notation, formats enforced,
+    /// strict.
     pub fn generation() -> Options {
         Options {
             strict: true,
@@ -128,6 +145,7 @@ impl Options {
                 max_newlines: 1,
                 max_spaces: 16,
             },
+            key_escapes: KeyEscapes::Needed,
             numbers: NumberPolicy {
                 max_int_digits: Some(20),
                 max_frac_digits: Some(20),
@@ -140,11 +158,12 @@ impl Options {
         }
     }
 
-    /// Options for validating existing text: any whitespace, numbers of any length and
-    /// notation, formats enforced, strict.
+    /// Options for validating existing text: any whitespace, any escapes, numbers of any
+    /// length and notation, formats enforced, strict.
     pub fn validation() -> Options {
         Options {
             whitespace: Whitespace::Unbounded,
+            key_escapes: KeyEscapes::Any,
             numbers: NumberPolicy {
                 max_int_digits: None,
                 max_frac_digits: None,
@@ -164,6 +183,12 @@ impl Options {
     /// Sets the whitespace policy.
     pub fn whitespace(mut self, ws: Whitespace) -> Options {
         self.whitespace = ws;
+        self
+    }
+
+    /// Sets the escapes allowed in keys.
+    pub fn key_escapes(mut self, escapes: KeyEscapes) -> Options {
+        self.key_escapes = escapes;
         self
     }
 

@@ -211,6 +211,11 @@ impl Model for FakeModel {
         Ok(&self.logits)
     }
 
+    fn logits_depend_only_on_tokens(&self) -> bool {
+        // Each request starts its script afresh, whatever the prompt.
+        false
+    }
+
     fn truncate(&mut self, n_past: usize) -> Result<(), ModelError> {
         self.n_past = n_past.min(self.n_past);
         self.prefill = true;
