@@ -165,6 +165,7 @@ pub fn run(args: Args) -> Result<()> {
         let mut cache = MaskCache::new(args.cache_mib << 20);
         let mut results = Vec::new();
         let mut ok = true;
+        let first_mask = mask_us.len();
         for inst in &case.tests {
             let enc = tokenizer
                 .encode(inst.text.as_str(), false)
@@ -193,10 +194,12 @@ pub fn run(args: Args) -> Result<()> {
                 .push(json!({"valid": inst.valid, "accepted": accepted, "tokens": tokens.len()}));
         }
         let stats = cache.stats();
+        let slowest = mask_us[first_mask..].iter().copied().fold(0.0, f64::max);
         per_file.push(json!({
             "file": case.file,
             "status": if ok { "ok" } else { "mismatch" },
             "compile_ms": ms,
+            "mask_us_max": slowest,
             "tests": results,
             "cache": {"hits": stats.hits, "misses": stats.misses, "inside_hits": stats.inside_hits, "inside_misses": stats.inside_misses},
         }));

@@ -505,6 +505,8 @@ struct LexWalk {
     cores: Vec<Core>,
     /// Per depth: `idx.len()` DFA states.
     states: Vec<u32>,
+    /// Keys: frame viability by key-state tuple, for the current walk.
+    key_memo: rustc_hash::FxHashMap<Box<[u32]>, bool>,
 }
 
 /// A recognizer for one document, over a shared [`Grammar`].
@@ -722,6 +724,7 @@ impl Matcher {
         lw.dfas.clear();
         lw.max.clear();
         lw.states.clear();
+        lw.key_memo.clear();
         lw.cores.clear();
         lw.cores.push(st.lex.core);
         lw.is_str = st.lex.kind == LexKind::Str;
@@ -1616,7 +1619,7 @@ impl State {
     }
 
     /// Whether the walker's top states (with `core`) leave the string or key viable.
-    fn lw_top_viable(&self, g: &Grammar, core: &Core) -> bool {
+    fn lw_top_viable(&mut self, g: &Grammar, core: &Core) -> bool {
         if self.lw.is_str {
             return self.lw_slot_viable(g, core);
         }
@@ -1627,7 +1630,18 @@ impl State {
             let s = lw.states[top + j];
             s != DEAD && self.lw_key_universal(g, j, s)
         });
-        universal || self.frame_viable_keys(g, self.top(), &DeadSinks(&[]), true)
+        if universal {
+            return true;
+        }
+        // The frame is fixed during a walk, so its viability depends on the key states alone;
+        // many prefixes share them (say every key no property name starts with).
+        if let Some(&ok) = lw.key_memo.get(&lw.states[top..]) {
+            return ok;
+        }
+        let ok = self.frame_viable_keys(g, self.top(), &DeadSinks(&[]), true);
+        let tuple: Box<[u32]> = self.lw.states[top..].into();
+        self.lw.key_memo.insert(tuple, ok);
+        ok
     }
 
     /// [`State::escape_viable`] for the walker: `core` has the unfinished escape.
