@@ -874,7 +874,7 @@ impl<'o> Lowering<'o> {
                     _ => s.items = Some(self.child(loc, &[k])?),
                 },
                 "additionalItems" => {} // Only meaningful with array-form `items`; handled there.
-                "prefixItems" => {
+                "prefixItems" if draft >= Draft::Draft2020 => {
                     let a = v
                         .as_array()
                         .ok_or_else(|| invalid(k, "must be an array".into()))?;

@@ -109,8 +109,6 @@ fn suites_are_listed_in_order() {
 /// The bar: no suite has a false verdict. Kept apart from the ratchet, which records the
 /// known ones, so that it names them.
 #[test]
-#[ignore = "known compiler bugs recorded in the baselines: optional/cross-draft (2020-12, \
-            `prefixItems` applied in a 2019-09 document)"]
 fn baselines_have_no_false_verdicts() -> Result<()> {
     let mut bad = Vec::new();
     for def in suite::SUITES {
