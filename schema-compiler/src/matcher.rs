@@ -329,6 +329,11 @@ fn decode(core: &mut Core, b: u8, needed_only: bool) -> Decoded {
     }
 }
 
+/// Whether escapes are limited to those JSON needs: in keys, under [`KeyEscapes::Needed`].
+fn needed_only(g: &Grammar, key: bool) -> bool {
+    key && g.options.key_escapes == KeyEscapes::Needed
+}
+
 /// The code points an unfinished escape can still produce, as inclusive ranges (at most 3).
 fn escape_ranges(core: &Core, needed_only: bool) -> ([(u32, u32); 3], usize) {
     let mut out = [(0, 0); 3];
@@ -1127,7 +1132,7 @@ impl State {
     /// Decodes one byte of a string or key; feeds decoded bytes to the DFAs.
     fn string_byte(&mut self, g: &Grammar, b: u8) -> bool {
         let mut lex = self.lex;
-        let needed_only = lex.kind == LexKind::Key && g.options.key_escapes == KeyEscapes::Needed;
+        let needed_only = needed_only(g, lex.kind == LexKind::Key);
         let (out, n) = match decode(&mut lex.core, b, needed_only) {
             Decoded::Reject => return false,
             Decoded::End => {
@@ -1230,7 +1235,7 @@ impl State {
                 }
             }
         }
-        let needed_only = lex.kind == LexKind::Key && g.options.key_escapes == KeyEscapes::Needed;
+        let needed_only = needed_only(g, lex.kind == LexKind::Key);
         let (outcomes, count) = escape_outcomes(g, &lex.core, needed_only, &dfas, &states);
         let k = dfas.len();
         let mut after = *lex;
@@ -1583,7 +1588,7 @@ impl State {
 
     fn lw_push(&mut self, g: &Grammar, b: u8) -> bool {
         let mut core = *self.lw.cores.last().expect("lexeme walker has a base");
-        let needed_only = !self.lw.is_str && g.options.key_escapes == KeyEscapes::Needed;
+        let needed_only = needed_only(g, !self.lw.is_str);
         let (out, n) = match decode(&mut core, b, needed_only) {
             Decoded::Reject | Decoded::End => return false,
             Decoded::Pending => {
@@ -1651,7 +1656,7 @@ impl State {
         }
         let k = self.lw.idx.len();
         let base = self.lw.states.len() - k;
-        let needed_only = !self.lw.is_str && g.options.key_escapes == KeyEscapes::Needed;
+        let needed_only = needed_only(g, !self.lw.is_str);
         let (outcomes, count) = escape_outcomes(
             g,
             core,
