@@ -86,10 +86,12 @@ fn replay(
         if !mask.contains(t.as_usize()) {
             return Ok(false);
         }
-        if session.commit(t).is_err() {
+        if let Err(e) = session.commit(t) {
             return Err(anyhow!(
-                "token {} was in the mask but could not be committed",
-                t.as_u32()
+                "token {} ({:?}) was in the mask but could not be committed at {}: {e}",
+                t.as_u32(),
+                String::from_utf8_lossy(kernel.vocab().bytes(t)),
+                session.recognizer().describe()
             ));
         }
     }
@@ -176,7 +178,8 @@ pub fn run(args: Args) -> Result<()> {
                 .map(|&i| TokenId::new(i).context("token id out of range"))
                 .collect::<Result<_>>()?;
             let before = mask_us.len();
-            let accepted = replay(&kernel, &grammar, &mut cache, &tokens, &mut mask_us)?;
+            let accepted = replay(&kernel, &grammar, &mut cache, &tokens, &mut mask_us)
+                .with_context(|| format!("replaying a test of {}", case.file))?;
             counts.masks += mask_us.len() - before;
             match (inst.valid, accepted) {
                 (true, true) => counts.valid_accepted += 1,

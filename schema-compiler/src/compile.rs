@@ -242,6 +242,8 @@ pub struct ArrSpec {
     pub contains: Option<NodeId>,
     pub min_contains: u64,
     pub max_contains: Option<u64>,
+    /// `contains` accepts every value: each item counts as soon as it starts.
+    pub contains_all: bool,
     pub unique: bool,
 }
 
@@ -1432,6 +1434,7 @@ impl<'o> Builder<'o> {
             contains,
             min_contains,
             max_contains,
+            contains_all: contains.is_some_and(|n| matches!(self.node(n), Node::True)),
             unique: s.unique_items,
         };
         self.arr_specs.push(spec);

@@ -323,6 +323,14 @@ impl Dfa {
         (f != NO_MATCH).then(|| &*self.match_sets[f as usize])
     }
 
+    /// Whether no byte continues from `state`: a lexeme there cannot grow.
+    pub fn is_terminal(&self, state: u32) -> bool {
+        let s = state as usize;
+        self.trans[s..s + self.stride as usize]
+            .iter()
+            .all(|&t| t == DEAD)
+    }
+
     /// Whether `state` accepts at the end of input.
     #[inline]
     pub fn is_final(&self, state: u32) -> bool {

@@ -574,6 +574,7 @@ impl<'o> Lowering<'o> {
         self.memo.insert(loc.clone(), id);
         let node = match &value {
             Value::Bool(true) => Node::True,
+            Value::Object(obj) if obj.is_empty() => Node::True,
             Value::Bool(false) => Node::False,
             Value::Object(obj) => Node::Schema(Box::new(self.lower_object(&loc, obj)?)),
             other => {

@@ -512,6 +512,14 @@ struct LexWalk {
     states: Vec<u32>,
     /// Keys: frame viability by key-state tuple, for the current walk.
     key_memo: rustc_hash::FxHashMap<Box<[u32]>, bool>,
+    /// Strings: some obligation of the slot had failed before the walk.
+    failed: bool,
+    /// Strings: frame viability by the set of tracked entries that can no longer pass (bit `j`
+    /// for entry `j`), for the current walk.
+    slot_memo: rustc_hash::FxHashMap<u64, bool>,
+    /// The last `slot_memo` answer (`u64::MAX` at the start of a walk: a lookup with every
+    /// one of 64 entries dead never happens, the walk refuses that first).
+    slot_last: (u64, bool),
 }
 
 /// A recognizer for one document, over a shared [`Grammar`].
@@ -708,6 +716,11 @@ impl Matcher {
         matches!(self.st.lex.kind, LexKind::Str | LexKind::Key)
     }
 
+    /// Whether the parser is inside an object key.
+    pub fn in_key(&self) -> bool {
+        self.st.lex.kind == LexKind::Key
+    }
+
     /// Refuse (or stop refusing) the bytes that would end the current string or key.
     ///
     /// While on, only bytes inside the current string or key are accepted, and pushes and pops
@@ -730,6 +743,9 @@ impl Matcher {
         lw.max.clear();
         lw.states.clear();
         lw.key_memo.clear();
+        lw.slot_memo.clear();
+        lw.slot_last = (u64::MAX, false);
+        lw.failed = false;
         lw.cores.clear();
         lw.cores.push(st.lex.core);
         lw.is_str = st.lex.kind == LexKind::Str;
@@ -743,6 +759,7 @@ impl Matcher {
                 }
                 lw.some = true;
                 if o.failed {
+                    lw.failed = true;
                     continue;
                 }
                 let lexer = &g.lexers[o.lexer as usize];
@@ -925,6 +942,10 @@ impl State {
             FrameKind::Array => Phase::ArrInValue,
         };
         self.set_frame(t, f);
+        // The first item is counted here (later ones were at their `,`).
+        if f.kind == FrameKind::Array && !self.frame_viable(g, t) {
+            return false;
+        }
         for i in f.slot_start..f.slot_end {
             let mut o = self.obls[i as usize];
             let tmpl = g.template(o.node);
@@ -996,9 +1017,51 @@ impl State {
                     self.journal.push(Undo::Text(self.text.len() as u32));
                     self.text.push(b);
                 }
-                self.slot_viable(g, t)
+                self.primitive_viable(g, t)
             }
         }
+    }
+
+    /// Whether the number or literal being lexed keeps frame `t` viable. A lexeme whose end is
+    /// known (a literal from its first letter, or a number every obligation has finished) is
+    /// ended on trial: what only its end decides (`uniqueItems`, `maxContains`) must not
+    /// leave a dead end before the delimiter.
+    fn primitive_viable(&mut self, g: &Grammar, t: usize) -> bool {
+        if !self.slot_viable(g, t) {
+            return false;
+        }
+        if self.lex.kind == LexKind::Lit {
+            let mark = self.journal.len();
+            let syntax = g.dfa(g.literal_syntax);
+            let mut ok = true;
+            while ok && !syntax.is_final(self.lex.core.syn) {
+                ok = syntax
+                    .toward_final(self.lex.core.syn)
+                    .is_some_and(|b| self.advance_primitive(g, b));
+            }
+            ok = ok && self.slot_viable(g, t) && self.finish_primitive(g);
+            self.rollback(mark);
+            return ok;
+        }
+        let syntax = g.number_syntax;
+        if !g.dfa(syntax).is_final(self.lex.core.syn) {
+            return true;
+        }
+        let f = &self.frames[t];
+        let mut members = self.obls[f.slot_start as usize..f.slot_end as usize]
+            .iter()
+            .filter(|o| o.role != Role::Contains && !o.failed)
+            .peekable();
+        let complete = g.dfa(syntax).is_terminal(self.lex.core.syn)
+            || (members.peek().is_some()
+                && members.all(|o| g.dfa(g.lexers[o.lexer as usize].dfa).is_terminal(o.state)));
+        if !complete {
+            return true;
+        }
+        let mark = self.journal.len();
+        let ok = self.finish_primitive(g);
+        self.rollback(mark);
+        ok
     }
 
     /// Obligations for the next item of an array frame.
@@ -1097,6 +1160,11 @@ impl State {
     }
 
     fn primitive_byte(&mut self, g: &Grammar, b: u8) -> bool {
+        self.advance_primitive(g, b) && self.primitive_viable(g, self.top())
+    }
+
+    /// Feeds `b` to the number or literal being lexed and its obligations.
+    fn advance_primitive(&mut self, g: &Grammar, b: u8) -> bool {
         let syntax = if self.lex.kind == LexKind::Num {
             g.number_syntax
         } else {
@@ -1126,7 +1194,7 @@ impl State {
             }
             self.set_obl(i as usize, o);
         }
-        self.slot_viable(g, t)
+        true
     }
 
     /// Decodes one byte of a string or key; feeds decoded bytes to the DFAs.
@@ -1643,7 +1711,7 @@ impl State {
         if let Some(&ok) = lw.key_memo.get(&lw.states[top..]) {
             return ok;
         }
-        let ok = self.frame_viable_keys(g, self.top(), &DeadSinks(&[]), true);
+        let ok = self.frame_viable_keys(g, self.top(), &DeadSinks::NONE, true);
         let tuple: Box<[u32]> = self.lw.states[top..].into();
         self.lw.key_memo.insert(tuple, ok);
         ok
@@ -1689,7 +1757,7 @@ impl State {
     }
 
     /// `slot_viable` over the walker's top states.
-    fn lw_slot_viable(&self, g: &Grammar, core: &Core) -> bool {
+    fn lw_slot_viable(&mut self, g: &Grammar, core: &Core) -> bool {
         let lw = &self.lw;
         if lw.mode == Mode::Free || !lw.some {
             return true;
@@ -1697,24 +1765,64 @@ impl State {
         let k = lw.idx.len();
         let top = &lw.states[lw.states.len() - k..];
         let pending = u64::from(core.esc != 0);
-        let mut any = false;
-        let mut all = true;
-        for j in 0..k {
+        let entry_ok = |j: usize| {
             let s = top[j];
-            let ok = s != DEAD
+            s != DEAD
                 && (lw.max[j] == u64::MAX || {
                     let need = match &g.min_chars[lw.dfas[j] as usize] {
                         Some(mc) => mc[g.dfa(lw.dfas[j]).index(s)] as u64,
                         None => 0,
                     };
                     core.count as u64 + pending + need <= lw.max[j]
-                });
-            any |= ok;
-            all &= ok;
+                })
+        };
+        // Bit `j`: entry `j` can no longer pass (entries past 64 only count in `dead`).
+        let mut dead_bits = 0u64;
+        let mut dead = 0;
+        for j in 0..k {
+            if !entry_ok(j) {
+                dead += 1;
+                if j < 64 {
+                    dead_bits |= 1 << j;
+                }
+            }
         }
         // Failed obligations are not tracked: in `All` mode one would already have made the
         // slot unviable.
-        if lw.mode == Mode::All { all } else { any }
+        if lw.mode == Mode::All || dead == 0 && !lw.failed {
+            return dead == 0;
+        }
+        if dead == k {
+            return false;
+        }
+        let memo = k <= 64;
+        if memo && lw.slot_last.0 == dead_bits {
+            return lw.slot_last.1;
+        }
+        if memo && let Some(&ok) = lw.slot_memo.get(&dead_bits) {
+            self.lw.slot_last = (dead_bits, ok);
+            return ok;
+        }
+        // As `slot_viable`: the frame's formula decides, with the leaves of the obligations
+        // that can no longer pass taken as dead.
+        let t = self.top();
+        let f = &self.frames[t];
+        let slot_start = f.slot_start;
+        let slot = &self.obls[f.slot_start as usize..f.slot_end as usize];
+        let is_dead = |i: usize| {
+            slot[i].failed
+                || lw
+                    .idx
+                    .iter()
+                    .position(|&x| x == slot_start + i as u32)
+                    .is_some_and(|j| !entry_ok(j))
+        };
+        let ok = self.frame_viable_keys(g, t, &DeadSinks::some(slot, &is_dead), false);
+        if memo {
+            self.lw.slot_memo.insert(dead_bits, ok);
+            self.lw.slot_last = (dead_bits, ok);
+        }
+        ok
     }
 
     // ----- viability -------------------------------------------------------------------------
@@ -1736,7 +1844,7 @@ impl State {
             return Mode::All;
         }
         // Free if the frame survives every sink leaf dying.
-        let dead = DeadSinks(slot);
+        let dead = DeadSinks::all(slot);
         if self.frame_viable_keys(g, t, &dead, false) {
             return Mode::Free;
         }
@@ -1756,22 +1864,26 @@ impl State {
         if mode == Mode::Free {
             return true;
         }
+        let slot = &self.obls[f.slot_start as usize..f.slot_end as usize];
+        let alive = |o: &Obl| !o.failed && self.can_pass_state(g, o, o.state, &self.lex.core);
         let mut any = false;
         let mut all = true;
-        let mut some = false;
-        for o in &self.obls[f.slot_start as usize..f.slot_end as usize] {
-            if o.role == Role::Contains {
-                continue;
-            }
-            some = true;
-            let ok = !o.failed && self.can_pass_state(g, o, o.state, &self.lex.core);
+        for o in slot.iter().filter(|o| o.role != Role::Contains) {
+            let ok = alive(o);
             any |= ok;
             all &= ok;
         }
-        if !some {
+        if all {
             return true;
         }
-        if mode == Mode::All { all } else { any }
+        if mode == Mode::All || !any {
+            return false;
+        }
+        // Some obligations can no longer pass: whether the frame survives their loss is the
+        // frame's formula to say (`{"properties": {"a": P}, "anyOf": [...]}` needs P to pass
+        // even though the `anyOf` branches accept any value of `a`).
+        let dead = |i: usize| !alive(&slot[i]);
+        self.frame_viable_keys(g, t, &DeadSinks::some(slot, &dead), false)
     }
 
     /// Whether a primitive obligation in DFA state `state` can still pass.
@@ -1794,7 +1906,7 @@ impl State {
     }
 
     fn frame_viable(&self, g: &Grammar, t: usize) -> bool {
-        self.frame_viable_keys(g, t, &DeadSinks(&[]), false)
+        self.frame_viable_keys(g, t, &DeadSinks::NONE, false)
     }
 
     /// Frame viability with `dead` leaves forced dead; with `walker`, object leaves take their
@@ -1852,6 +1964,9 @@ impl State {
             _ if !leaf.alive || dead.contains(li) => (false, true),
             LeafSpec::Object(s) => {
                 let spec = &g.obj_specs[s as usize];
+                if spec.max_props.is_some_and(|m| m < spec.min_props) {
+                    return (false, true);
+                }
                 let mut count = leaf.count as u64;
                 if f.phase == Phase::ObjKeyNext {
                     count += 1;
@@ -1896,11 +2011,29 @@ impl State {
                     }
                 }
                 if let Some(max) = spec.max_props {
-                    let missing = spec
+                    let mut missing = spec
                         .required
                         .iter()
                         .filter(|&&r| !self.seen(leaf, r))
                         .count() as u64;
+                    if !spec.dependent_required.is_empty() {
+                        // Properties required by keys already written count too (once).
+                        let mut more: Vec<u32> = Vec::new();
+                        for (k, deps) in &spec.dependent_required {
+                            if !self.seen(leaf, *k) {
+                                continue;
+                            }
+                            for &d in deps {
+                                if !self.seen(leaf, d)
+                                    && !spec.required.contains(&d)
+                                    && !more.contains(&d)
+                                {
+                                    more.push(d);
+                                }
+                            }
+                        }
+                        missing += more.len() as u64;
+                    }
                     // The key being lexed, or announced by `,`, may be a missing one.
                     let pending = u64::from(matches!(f.phase, Phase::ObjKey | Phase::ObjKeyNext))
                         .min(missing);
@@ -1913,13 +2046,27 @@ impl State {
             LeafSpec::Array(s) => {
                 let spec = &g.arr_specs[s as usize];
                 let mut count = leaf.count as u64;
+                let mut contains = leaf.contains as u64;
                 if matches!(f.phase, Phase::ArrValue | Phase::ArrInValue) {
                     count += 1;
+                    contains += u64::from(spec.contains_all);
                 }
                 if spec.max_items.is_some_and(|m| count > m) {
                     return (false, true);
                 }
-                if spec.max_contains.is_some_and(|m| leaf.contains as u64 > m) {
+                if spec.max_contains.is_some_and(|m| contains > m) {
+                    return (false, true);
+                }
+                // Room must remain for the items `minContains` and `minItems` still need (the
+                // one being parsed may be one of them).
+                if let Some(m) = spec.max_items
+                    && ((leaf.contains as u64).saturating_add(m.saturating_sub(leaf.count as u64))
+                        < spec.min_contains
+                        || m < spec.min_items)
+                {
+                    return (false, true);
+                }
+                if spec.max_contains.is_some_and(|m| m < spec.min_contains) {
                     return (false, true);
                 }
                 (true, true)
@@ -2061,13 +2208,53 @@ fn toward_literal(
 }
 
 /// Leaves treated as dead: the sinks of a slot's member and item obligations.
-struct DeadSinks<'a>(&'a [Obl]);
+struct DeadSinks<'a> {
+    slot: &'a [Obl],
+    /// Which obligations of `slot` (by position) are dead.
+    dead: &'a dyn Fn(usize) -> bool,
+    /// Leaves taken as dead besides those sinks.
+    leaves: &'a dyn Fn(u32) -> bool,
+}
 
-impl DeadSinks<'_> {
+fn every(_: usize) -> bool {
+    true
+}
+
+fn no_leaf(_: u32) -> bool {
+    false
+}
+
+impl<'a> DeadSinks<'a> {
+    /// No leaf is forced dead.
+    const NONE: DeadSinks<'static> = DeadSinks {
+        slot: &[],
+        dead: &every,
+        leaves: &no_leaf,
+    };
+
+    /// The sinks of every obligation of `slot`.
+    fn all(slot: &'a [Obl]) -> Self {
+        DeadSinks {
+            slot,
+            dead: &every,
+            leaves: &no_leaf,
+        }
+    }
+
+    /// The sinks of the obligations of `slot` that `dead` selects.
+    fn some(slot: &'a [Obl], dead: &'a dyn Fn(usize) -> bool) -> Self {
+        DeadSinks {
+            slot,
+            dead,
+            leaves: &no_leaf,
+        }
+    }
+
     fn contains(&self, leaf: u32) -> bool {
-        self.0
-            .iter()
-            .any(|o| o.sink == leaf && matches!(o.role, Role::Member | Role::Item))
+        (self.leaves)(leaf)
+            || self.slot.iter().enumerate().any(|(i, o)| {
+                o.sink == leaf && matches!(o.role, Role::Member | Role::Item) && (self.dead)(i)
+            })
     }
 }
 
@@ -2163,12 +2350,17 @@ impl Matcher {
         match st.lex.kind {
             LexKind::Str => {
                 // Every live obligation must accept all content; failed ones stay failed.
-                let mut budget: Option<Option<u64>> = None;
+                let slot = &st.obls[f.slot_start as usize..f.slot_end as usize];
+                let mut budget: Option<u64> = None;
+                // Where not every obligation must pass: (code points left, slot position).
+                let mut limited: Vec<(u64, usize)> = Vec::new();
+                // Where not every obligation must pass: those that some content fails.
+                let mut narrow: Vec<usize> = Vec::new();
                 let mut all_free = true;
                 let mut live = 0;
                 let mut lo = 0u64;
                 let mut hi = u64::MAX;
-                for o in &st.obls[f.slot_start as usize..f.slot_end as usize] {
+                for (i, o) in slot.iter().enumerate() {
                     if o.failed {
                         continue;
                     }
@@ -2184,27 +2376,24 @@ impl Matcher {
                         continue;
                     }
                     let b = match lexer.max_len {
-                        None if flags.live_all => None,
-                        Some(m) if flags.free => Some(m.saturating_sub(count)),
+                        None if flags.live_all => continue,
+                        Some(m) if flags.free => m.saturating_sub(count),
+                        // Some content fails it: only the frame's formula can let that pass.
+                        _ if f.slot_mode != Mode::All => {
+                            narrow.push(i);
+                            continue;
+                        }
                         _ => return None,
                     };
-                    budget = Some(match (budget, f.slot_mode) {
-                        (None, _) => b,
-                        (Some(x), Mode::All) => match (x, b) {
-                            (Some(x), Some(y)) => Some(x.min(y)),
-                            (x, y) => x.or(y),
-                        },
-                        (Some(x), _) => match (x, b) {
-                            (Some(x), Some(y)) => Some(x.max(y)),
-                            _ => None,
-                        },
-                    });
+                    if f.slot_mode == Mode::All {
+                        budget = Some(budget.map_or(b, |x| x.min(b)));
+                    } else {
+                        limited.push((b, i));
+                    }
                 }
-                let budget = if f.slot_mode == Mode::Free {
-                    None
-                } else {
-                    budget.flatten()
-                };
+                if !limited.is_empty() || !narrow.is_empty() {
+                    budget = self.formula_budget(st.top(), &narrow, &mut limited)?;
+                }
                 // With value hashing the content matters after the quote (`uniqueItems`).
                 let close = (!g.needs_hash
                     && (live == 0 || (f.slot_mode == Mode::All && all_free)))
@@ -2215,25 +2404,72 @@ impl Matcher {
                 if f.mode == Mode::Free {
                     return Some((None, None));
                 }
-                for li in f.leaf_start..f.leaf_end {
+                // Leaves whose key language does not take every content.
+                let narrow = |li: u32| {
                     let leaf = &st.leaves[li as usize];
                     let LeafSpec::Object(s) = leaf.spec else {
-                        continue;
+                        return false;
                     };
-                    if !leaf.alive {
-                        continue;
-                    }
                     let spec = &g.obj_specs[s as usize];
-                    if leaf.key_state == DEAD
-                        || !spec.key_universal[g.dfa(spec.key_dfa).index(leaf.key_state)]
-                    {
-                        return None;
-                    }
+                    leaf.alive
+                        && (leaf.key_state == DEAD
+                            || !spec.key_universal[g.dfa(spec.key_dfa).index(leaf.key_state)])
+                };
+                if !(f.leaf_start..f.leaf_end).any(narrow) {
+                    return Some((None, None));
                 }
-                Some((None, None))
+                // Content is still free when the frame survives every such leaf dying (a
+                // closed object in one `anyOf` branch beside an open one).
+                let dead = DeadSinks {
+                    slot: &[],
+                    dead: &every,
+                    leaves: &narrow,
+                };
+                st.frame_viable_keys(g, st.top(), &dead, false)
+                    .then_some((None, None))
             }
             _ => None,
         }
+    }
+
+    /// The code points a string may still take in frame `t`, whatever its content, when not
+    /// every obligation of the slot must pass. `narrow` are the obligations some content
+    /// fails: the content is free only if the frame's formula survives them all failing
+    /// (`None` otherwise). `limited` holds the room each length-limited obligation has left:
+    /// longer content fails it, and the budget ends where the formula no longer survives those
+    /// failures (`Some(None)`: it survives them all).
+    fn formula_budget(
+        &self,
+        t: usize,
+        narrow: &[usize],
+        limited: &mut [(u64, usize)],
+    ) -> Option<Option<u64>> {
+        let st = &self.st;
+        let f = &st.frames[t];
+        let slot = &st.obls[f.slot_start as usize..f.slot_end as usize];
+        let survives = |gone: &[(u64, usize)]| {
+            let dead = |i: usize| {
+                slot[i].failed || narrow.contains(&i) || gone.iter().any(|&(_, j)| j == i)
+            };
+            st.frame_viable_keys(&self.g, t, &DeadSinks::some(slot, &dead), false)
+        };
+        if !survives(&[]) {
+            return None;
+        }
+        limited.sort_unstable();
+        let mut k = 0;
+        while k < limited.len() {
+            let room = limited[k].0;
+            let mut e = k;
+            while e < limited.len() && limited[e].0 == room {
+                e += 1;
+            }
+            if !survives(&limited[..e]) {
+                return Some(Some(room));
+            }
+            k = e;
+        }
+        Some(None)
     }
 
     /// The lexeme split for the mask kernel, writing the lexeme key for [`LexemeSplit::Walk`].
@@ -2692,6 +2928,61 @@ mod tests {
         m.push_bytes(prefix).unwrap();
         m.set_lexeme_only(walker);
         m.push_bytes(text).err()
+    }
+
+    /// A property's own schema still binds its value when a combinator beside it accepts any
+    /// value for that property: `anyOf` of `required` lists has member obligations that never
+    /// fail, so "some obligation can pass" is not enough.
+    #[test]
+    fn a_combinator_beside_properties_does_not_free_their_values() {
+        let schema = json!({"type": "object",
+            "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}},
+            "allOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}]});
+        for walker in [false, true] {
+            assert_eq!(refused_at(&schema, br#"{"a":"x"#, b" y", walker), Some(0));
+            assert_eq!(refused_at(&schema, br#"{"a":"x"#, b"y", walker), None);
+        }
+        let numbers = json!({"properties": {"n": {"type": "integer", "maximum": 5}},
+            "anyOf": [{"required": ["n"]}, {"required": ["m"]}]});
+        assert_eq!(refused_at(&numbers, br#"{"n":"#, b"12", false), Some(1));
+    }
+
+    /// A length limit binds in the lexeme split too: free obligations from `dependencies`
+    /// beside a `maxLength` property do not make its content unbounded.
+    #[test]
+    fn a_length_limit_beside_free_obligations_is_left_to_the_walk() {
+        let schema = json!({"properties": {"s": {"type": "string", "maxLength": 3}},
+            "dependencies": {"x": {"not": {"required": ["y"]}}}});
+        let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        let mut m = Matcher::new(g);
+        m.push_bytes(br#"{"s":"ab"#).unwrap();
+        let split = m.split(&mut Vec::new());
+        assert!(
+            !matches!(split, Some(LexemeSplit::StringContent { budget: None, .. })),
+            "{split:?}"
+        );
+        for walker in [false, true] {
+            assert_eq!(refused_at(&schema, br#"{"s":"ab"#, b"cd", walker), Some(1));
+        }
+    }
+
+    /// What only the end of a literal decides is checked as soon as the literal is known
+    /// (from its first letter); the first item of an array counts against `maxItems` when it
+    /// starts.
+    #[test]
+    fn literals_and_first_items_are_checked_when_they_start() {
+        let unique = json!({"uniqueItems": true});
+        assert_eq!(refused_at(&unique, b"[null,", b"n", false), Some(0));
+        assert_eq!(refused_at(&unique, b"[null,", b"true", false), None);
+        let none = json!({"contains": true, "minContains": 0, "maxContains": 0});
+        assert_eq!(refused_at(&none, b"[", b"f", false), Some(0));
+        let empty = json!({"maxItems": 0});
+        assert_eq!(refused_at(&empty, b"[", b"1", false), Some(0));
+        assert_eq!(refused_at(&empty, b"[", b"[", false), Some(0));
+        assert_eq!(refused_at(&empty, b"[", b"]", false), None);
+        let room = json!({"contains": {"const": 4}, "maxItems": 1});
+        assert_eq!(refused_at(&room, b"[", b"null", false), Some(0));
+        assert_eq!(refused_at(&room, b"[", b"4]", false), None);
     }
 
     #[test]

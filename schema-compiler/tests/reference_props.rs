@@ -17,6 +17,7 @@
 
 mod support;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use proptest::prelude::*;
@@ -631,6 +632,75 @@ fn ours_after_pop(m: &mut Matcher, text: &str, k: usize) -> bool {
     m.push_bytes(&b[b.len() - k..]).is_ok() && m.is_accepting()
 }
 
+/// Bytes tried, in this order, when searching for a completion: closers first, then what starts
+/// or continues values, then string content (ASCII, then the bytes of `é` and `😀`).
+const COMPLETION_BYTES: &[u8] =
+    b"\"}],:0123456789-.eE+tfnrulas[{bcdxyz \\/u\xc3\xa9\xf0\x9f\x98\x80";
+
+/// What a search for a completion found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Search {
+    Found,
+    /// Every state reachable from here was tried: no completion exists.
+    NoneExists,
+    /// The search hit its depth or push budget first.
+    GaveUp,
+}
+
+/// Looks for bytes that take the matcher to a complete document: a depth-first search over
+/// [`COMPLETION_BYTES`], at most `depth` bytes deep, within `budget` pushes, entering each
+/// matcher state once (states with equal keys have the same continuations, so content that
+/// only repeats a state, like `{"b0`, `{"b00`, … under a key pattern, is not explored again).
+fn search(m: &mut Matcher, depth: u32, budget: &mut u32, seen: &mut HashSet<Vec<u32>>) -> Search {
+    if m.is_accepting() {
+        return Search::Found;
+    }
+    if depth == 0 {
+        return Search::GaveUp;
+    }
+    let mut result = Search::NoneExists;
+    for &b in COMPLETION_BYTES {
+        if *budget == 0 {
+            return Search::GaveUp;
+        }
+        *budget -= 1;
+        if m.try_push_byte(b) {
+            let mut key = Vec::new();
+            m.state_key(&mut key);
+            let r = if seen.insert(key) {
+                search(m, depth - 1, budget, seen)
+            } else {
+                Search::NoneExists
+            };
+            m.pop_bytes(1);
+            match r {
+                Search::Found => return Search::Found,
+                Search::GaveUp => result = Search::GaveUp,
+                Search::NoneExists => {}
+            }
+        }
+    }
+    result
+}
+
+/// The longest prefix of `text` that we accept, and whether it can still be completed: the
+/// matcher's own quick completion first, then an exhaustive search.
+fn longest_prefix_completes(m: &mut Matcher, text: &str) -> (usize, Search) {
+    m.reset();
+    let mut n = 0;
+    for &b in text.as_bytes() {
+        if !m.try_push_byte(b) {
+            break;
+        }
+        n += 1;
+    }
+    if m.completion(256).is_some() {
+        return (n, Search::Found);
+    }
+    let mut budget = 20_000;
+    (n, search(m, 64, &mut budget, &mut HashSet::new()))
+}
+
 fn options() -> Options {
     Options::validation().format(FormatMode::Annotate)
 }
@@ -713,3 +783,54 @@ fn empty_length_range_under_a_combinator_compiles() {
         assert!(ours(&mut m, r#""ab""#), "{schema} accepts \"ab\"");
     }
 }
+
+/// Dead ends: where we stop accepting a value's text, what we accepted must still be able to
+/// become a valid document. Counted over a fixed sample of generated schemas and values (the
+/// same every run) against a ratchet: known gaps remain where an empty part of a schema is
+/// not detected, so a dead end is refused one step late (a property whose value no JSON value
+/// satisfies, refused at the value's first byte; a string whose length bounds and pattern
+/// exclude each other; an array that `contains` with an unsatisfiable subschema rules out; a
+/// key whose only completions are keys the object already has, refused at its closing quote).
+/// The count may go down, never up.
+#[test]
+fn dead_ends_are_rare() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    const CASES: usize = 400;
+    const KNOWN: usize = DEAD_END_BASELINE;
+    let mut runner = TestRunner::deterministic();
+    let strategy = case();
+    let (mut checked, mut found) = (0, Vec::new());
+    for _ in 0..CASES {
+        let (schema, values) = strategy.new_tree(&mut runner).unwrap().current();
+        let Ok(g) = Grammar::compile(&schema, &options()) else {
+            continue;
+        };
+        let mut m = Matcher::new(Arc::new(g));
+        if longest_prefix_completes(&mut m, "").1 == Search::NoneExists {
+            continue; // no document is valid
+        }
+        for v in &values {
+            let compact = serde_json::to_string(v).unwrap();
+            let (n, search) = longest_prefix_completes(&mut m, &compact);
+            checked += 1;
+            if search == Search::NoneExists {
+                found.push(format!("{:?} under {schema}", &compact[..n]));
+            }
+        }
+    }
+    println!("{} dead ends in {checked} values:", found.len());
+    for d in &found {
+        println!("  {d}");
+    }
+    assert!(checked > CASES, "only {checked} values checked");
+    assert!(
+        found.len() <= KNOWN,
+        "{} dead ends, more than the {KNOWN} known: {found:#?}",
+        found.len()
+    );
+}
+
+/// Dead ends [`dead_ends_are_rare`] finds in its sample today (51 before slot viability
+/// consulted the frame formula and literals were ended on trial).
+const DEAD_END_BASELINE: usize = 19;
