@@ -9,7 +9,7 @@
 //!
 //! A run is skipped when the folder is up to date: `conversion.json` records the converter's
 //! version, the GGUF's SHA-256 and the SHA-256 of every file written, and all of them are checked
-//! again (under a second of hashing for the default model, whose conversion takes 3 to 6 s and
+//! again (under a second of hashing for the default model, whose conversion takes 4 to 7 s and
 //! 1.5 GB of memory; the output is 545 MiB, 511 MiB of it weights).
 
 mod gemma3;
