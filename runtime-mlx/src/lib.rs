@@ -44,6 +44,9 @@
 //! # }
 //! ```
 //!
+//! `cargo run --release -p runtime-mlx --example greedy -- --model DIR` continues a prompt
+//! greedily and reports prompt and decode speed.
+//!
 //! # Architectures
 //!
 //! `config.json`'s `model_type` selects one of ([`Arch`]):

@@ -155,14 +155,16 @@ impl Tiny {
         t
     }
 
-    /// Writes `config.json` and the weights into `dir`, initialised from `seed`.
-    pub fn write(&self, dir: &Path, seed: u64) -> Result<()> {
+    /// Writes `config.json` and the weights into `dir`, initialised from `seed`. Returns the
+    /// unquantized tensors as written (rounded to `f16`), by name.
+    pub fn write(&self, dir: &Path, seed: u64) -> Result<BTreeMap<String, Vec<f32>>> {
         std::fs::write(
             dir.join("config.json"),
             serde_json::to_string_pretty(&self.config())?,
         )?;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut out: Vec<(String, Tensor)> = Vec::new();
+        let mut written = BTreeMap::new();
         for (name, shape, kind) in self.tensors() {
             let n: usize = shape.iter().product();
             let values: Vec<f32> = match kind {
@@ -186,10 +188,18 @@ impl Tiny {
                     out.push((format!("{stem}.scales"), scales));
                     out.push((format!("{stem}.biases"), biases));
                 }
-                _ => out.push((name, Tensor::f16(&values, shape))),
+                _ => {
+                    let rounded = values
+                        .iter()
+                        .map(|&v| half::f16::from_f32(v).to_f32())
+                        .collect();
+                    written.insert(name.clone(), rounded);
+                    out.push((name, Tensor::f16(&values, shape)));
+                }
             }
         }
-        write_shards(dir, out, self.shards)
+        write_shards(dir, out, self.shards)?;
+        Ok(written)
     }
 }
 
