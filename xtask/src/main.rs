@@ -6,6 +6,7 @@
 mod assets;
 mod convert;
 mod fsutil;
+mod mlx;
 mod steps;
 mod tools;
 
@@ -58,6 +59,10 @@ enum Cmd {
     },
     /// Fetch assets if missing, then run every test of the workspace.
     Test,
+    /// Make the MLX runtime (runtime-mlx) build on Linux: MLX from PyPI, mlx-c built against
+    /// it, bindings, and `.cargo/mlx.toml` pointing mlx-sys at them (all in the download
+    /// cache; nothing to do on macOS). Fast when already done.
+    MlxSetup,
     /// Build and run the demo in release mode (fetching assets if missing).
     Demo,
     /// Run a criterion benchmark by name; arguments after `--` go to criterion.
@@ -156,6 +161,7 @@ fn run(cli: Cli) -> Result<()> {
             force,
         } => convert_model(&layout, gguf, out, tokenizer, force),
         Cmd::Test => steps::run(&layout, &steps::test()),
+        Cmd::MlxSetup => mlx::setup(&layout),
         Cmd::Demo => steps::run(&layout, &steps::demo()),
         Cmd::Bench { name, mut args } => {
             // Output files are relative to where the user stands, not to the package

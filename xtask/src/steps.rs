@@ -1,5 +1,5 @@
 //! The thin subcommands (`test`, `lint`, `ci`, `demo`, `bench`, `conformance`) as lists of steps: fetch
-//! assets, then cargo commands run from the repository root. Adding a test step or a benchmark
+//! assets, set up the MLX build, then cargo commands run from the repository root. Adding a test step or a benchmark
 //! is one entry in a list here.
 
 use std::ffi::OsString;
@@ -11,11 +11,15 @@ use anyhow::{Context, Result, bail};
 
 use crate::Layout;
 use crate::assets::{self, Asset};
+use crate::mlx;
 
 /// One step of a subcommand.
 pub enum Step {
     /// Fetch (or just verify) these assets, as `cargo xtask fetch-assets --only …` would.
     FetchAssets(&'static [Asset]),
+    /// `cargo xtask mlx-setup`: what `runtime-mlx`, a workspace member, needs to build on
+    /// Linux. Steps that build the whole workspace come after it.
+    MlxSetup,
     /// A cargo command, run from the repository root.
     Cargo {
         /// What the step is for, printed before it runs.
@@ -47,6 +51,7 @@ where
 pub fn test() -> Vec<Step> {
     vec![
         Step::FetchAssets(Asset::ALL),
+        Step::MlxSetup,
         // Benchmarks are built here, not run: they take minutes and need a quiet machine
         // (`cargo xtask bench`).
         cargo(
@@ -109,6 +114,7 @@ pub fn conformance(json: Option<&Path>, update_baselines: bool) -> Vec<Step> {
 pub fn lint() -> Vec<Step> {
     vec![
         cargo("formatting", ["fmt", "--all", "--check"]),
+        Step::MlxSetup,
         cargo(
             "clippy",
             [
@@ -262,6 +268,11 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
                 assets::fetch(layout, only, false)?;
                 "assets".to_owned()
             }
+            Step::MlxSetup => {
+                println!("==> [{}/{n}] MLX build setup", i + 1);
+                mlx::setup(layout)?;
+                "mlx-setup".to_owned()
+            }
             Step::Cargo { title, args } => {
                 let mut cmd = Command::new(cargo_program());
                 cmd.args(args);
@@ -324,6 +335,7 @@ mod tests {
         match step {
             Step::Cargo { args, .. } => args.iter().map(|a| a.to_string_lossy().into()).collect(),
             Step::FetchAssets(_) => vec!["<assets>".into()],
+            Step::MlxSetup => vec!["<mlx-setup>".into()],
             Step::Script { path, .. } => vec!["bash".into(), (*path).into()],
         }
     }
@@ -338,6 +350,20 @@ mod tests {
             test().iter().map(args).next(),
             Some(vec!["<assets>".to_owned()])
         );
+    }
+
+    #[test]
+    fn mlx_setup_comes_before_workspace_builds() {
+        for steps in [lint(), test()] {
+            let setup = steps.iter().position(|s| matches!(s, Step::MlxSetup));
+            let workspace = steps
+                .iter()
+                .position(|s| args(s).iter().any(|a| a == "--workspace"));
+            assert!(
+                setup.is_some() && setup < workspace,
+                "{setup:?} {workspace:?}"
+            );
+        }
     }
 
     #[test]
