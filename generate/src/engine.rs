@@ -544,6 +544,21 @@ impl<M: Model> Generator<M> {
                         for &t in &tokens {
                             session.commit(t)?;
                         }
+                        // As for a sampled token below: forced text (a long key) after which
+                        // the shortest completion no longer fits is taken back, and the
+                        // document closed from before it.
+                        if opts.close_at_budget
+                            && remaining <= CLOSING_WINDOW
+                            && !must_close
+                            && self
+                                .closing_tokens(session)
+                                .is_some_and(|c| c.len() > remaining - tokens.len())
+                        {
+                            session.rollback(tokens.len())?;
+                            must_close = true;
+                            self.trace_line(json!({"step": step, "taken_back": tokens.len()}));
+                            continue;
+                        }
                         emit!(&tokens);
                         history.extend(tokens.iter().map(|t| t.as_u32()));
                         forced += tokens.len();

@@ -194,22 +194,40 @@ fn a_seed_reproduces_its_sampled_text() -> Result<()> {
     Ok(())
 }
 
-/// Sampled array items near the budget: a `,` that would open one more item than the budget
-/// can finish is taken back and the document closed, so every run ends valid.
-#[test]
-fn sampled_runs_close_within_the_budget() -> Result<()> {
+/// Every sampled run of `schema` ends complete and valid within each budget.
+fn closes_within(schema: &Value, seeds: u64, budgets: &[usize]) -> Result<()> {
     let mut g = generator()?;
-    let schema = countries();
-    for seed in 1..=6 {
-        for max_tokens in [30, 45] {
+    for seed in 1..=seeds {
+        for &max_tokens in budgets {
             let out = g.generate(
-                &request(&schema, COUNTRIES, sampled(seed, max_tokens)),
+                &request(schema, COUNTRIES, sampled(seed, max_tokens)),
                 &mut |_| true,
             )?;
             assert!(out.completion_tokens <= max_tokens, "{out:?}");
             assert!(out.complete, "seed {seed}, budget {max_tokens}: {out:?}");
-            validate(&schema, &out.text)?;
+            validate(schema, &out.text)?;
         }
     }
     Ok(())
+}
+
+/// Long keys forced whole near the budget: forced text after which the document can no longer
+/// be finished is taken back, and the document closed from before it. The shortest document
+/// takes 42 tokens.
+#[test]
+fn forced_keys_near_the_budget_still_close() -> Result<()> {
+    let schema = json!({"type": "array", "minItems": 1, "items": {"type": "object",
+        "additionalProperties": false, "properties": {
+            "the_full_name_of_the_country_as_written_in_english": {"type": "string"},
+            "the_continent_on_which_most_of_the_country_lies": {"type": "string"}},
+        "required": ["the_full_name_of_the_country_as_written_in_english",
+            "the_continent_on_which_most_of_the_country_lies"]}});
+    closes_within(&schema, 4, &[44, 50, 60, 75])
+}
+
+/// Sampled array items near the budget: a `,` that would open one more item than the budget
+/// can finish is taken back and the document closed, so every run ends valid.
+#[test]
+fn sampled_runs_close_within_the_budget() -> Result<()> {
+    closes_within(&countries(), 6, &[30, 45])
 }
