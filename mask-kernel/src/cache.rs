@@ -24,7 +24,8 @@ pub struct CacheStats {
 /// Keys come from [`Recognizer::state_key`](crate::Recognizer::state_key) and are only
 /// meaningful for one grammar and one kernel: keep one cache per (grammar, vocabulary) pair.
 pub struct MaskCache {
-    masks: LruCache<Box<[u32]>, FixedBitSet, FxBuildHasher>,
+    /// Full masks with their number of allowed tokens.
+    masks: LruCache<Box<[u32]>, (FixedBitSet, usize), FxBuildHasher>,
     inside: LruCache<Box<[u32]>, FixedBitSet, FxBuildHasher>,
     capacity: usize,
     used: usize,
@@ -86,11 +87,12 @@ impl MaskCache {
         self.used = 0;
     }
 
-    pub(crate) fn get_mask(&mut self, key: &[u32]) -> Option<&FixedBitSet> {
+    /// A cached mask and its number of allowed tokens.
+    pub(crate) fn get_mask(&mut self, key: &[u32]) -> Option<(&FixedBitSet, usize)> {
         match self.masks.get(key) {
-            Some(m) => {
+            Some((m, n)) => {
                 self.stats.hits += 1;
-                Some(m)
+                Some((m, *n))
             }
             None => {
                 self.stats.misses += 1;
@@ -99,9 +101,9 @@ impl MaskCache {
         }
     }
 
-    pub(crate) fn put_mask(&mut self, key: &[u32], mask: &FixedBitSet) {
+    pub(crate) fn put_mask(&mut self, key: &[u32], mask: &FixedBitSet, allowed: usize) {
         self.used += entry_bytes(key, mask);
-        if let Some(old) = self.masks.put(key.into(), mask.clone()) {
+        if let Some((old, _)) = self.masks.put(key.into(), (mask.clone(), allowed)) {
             self.used -= entry_bytes(key, &old);
         }
         self.evict();
@@ -131,7 +133,11 @@ impl MaskCache {
     fn evict(&mut self) {
         while self.used > self.capacity {
             // Evict full masks first: inside sets are shared by many states.
-            let popped = self.masks.pop_lru().or_else(|| self.inside.pop_lru());
+            let popped = self
+                .masks
+                .pop_lru()
+                .map(|(k, (m, _))| (k, m))
+                .or_else(|| self.inside.pop_lru());
             match popped {
                 Some((k, m)) => {
                     self.used -= entry_bytes(&k, &m);
