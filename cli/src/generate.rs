@@ -9,6 +9,8 @@ use generate::{GenerateOptions, Generator, Message, Prompt, Request, SchemaInPro
 use runtime_llama::{LlamaConfig, LlamaModel};
 use serde_json::Value;
 
+use crate::runtime::{AnyModel, Runtime};
+
 /// Where assets live: `$STENCIL_ASSETS`, else `./assets`.
 pub fn assets_dir() -> PathBuf {
     std::env::var_os("STENCIL_ASSETS")
@@ -16,9 +18,15 @@ pub fn assets_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("assets"))
 }
 
-/// The default model and tokenizer under the assets directory.
+/// The default model under the assets directory.
 pub fn default_model() -> PathBuf {
     assets_dir().join("models/gemma-3-270m-q4_k_m.gguf")
+}
+
+/// The default model for MLX: the f16 folder `cargo xtask convert-model` writes from the
+/// default GGUF.
+pub fn default_mlx_model() -> PathBuf {
+    assets_dir().join("models/gemma-3-270m-f16")
 }
 
 /// The tokenizer matching the default model.
@@ -29,10 +37,17 @@ pub fn default_tokenizer() -> PathBuf {
 /// Model and tokenizer arguments shared by the commands that run a model.
 #[derive(clap::Args, Clone)]
 pub struct ModelArgs {
-    /// GGUF model (default: the Gemma 3 270M model fetched by `cargo xtask fetch-assets`).
+    /// The runtime: llama.cpp on a GGUF file, or MLX on a safetensors folder (a build with the
+    /// `mlx` feature).
+    #[arg(long, value_enum, default_value_t = Runtime::Llama)]
+    pub runtime: Runtime,
+    /// GGUF model, or with `--runtime mlx` a model folder (default: the Gemma 3 270M model
+    /// fetched by `cargo xtask fetch-assets`, for MLX the folder `cargo xtask convert-model`
+    /// writes from it).
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// `tokenizer.json` matching the model (default: the Gemma 3 tokenizer).
+    /// `tokenizer.json` matching the model (default: the Gemma 3 tokenizer; with
+    /// `--runtime mlx`, the model folder's own if it has one).
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
     /// Context size in tokens.
@@ -44,24 +59,67 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
+    /// The model file or folder: `--model`, else the runtime's default.
+    pub fn model_path(&self) -> PathBuf {
+        self.model.clone().unwrap_or_else(|| match self.runtime {
+            Runtime::Llama => default_model(),
+            Runtime::Mlx => default_mlx_model(),
+        })
+    }
+
     /// Loads the model and tokenizer into a generator.
-    pub fn load(&self) -> Result<Generator<LlamaModel>> {
-        let model_path = self.model.clone().unwrap_or_else(default_model);
-        let tok_path = self.tokenizer.clone().unwrap_or_else(default_tokenizer);
+    pub fn load(&self) -> Result<Generator<AnyModel>> {
+        let model = match self.runtime {
+            Runtime::Llama => AnyModel::Llama(self.load_llama()?),
+            Runtime::Mlx => self.load_mlx()?,
+        };
+        let tok_path = self.tokenizer.clone().unwrap_or_else(|| {
+            let own = self.model_path().join("tokenizer.json");
+            if self.runtime == Runtime::Mlx && own.is_file() {
+                own
+            } else {
+                default_tokenizer()
+            }
+        });
+        let tokenizer = Arc::new(Tokenizer::from_file(&tok_path)?);
+        Ok(Generator::new(model, tokenizer)?)
+    }
+
+    #[cfg(feature = "mlx")]
+    fn load_mlx(&self) -> Result<AnyModel> {
+        use runtime_mlx::{MlxConfig, MlxModel};
+        let dir = self.model_path();
+        if !dir.join("config.json").is_file() {
+            return Err(anyhow!(
+                "model folder {} not found or without config.json (run `cargo xtask convert-model`, or pass --model)",
+                dir.display()
+            ));
+        }
+        let config = MlxConfig::default().with_n_ctx(self.ctx as usize);
+        let model =
+            MlxModel::load(&dir, config).with_context(|| format!("loading {}", dir.display()))?;
+        Ok(AnyModel::Mlx(model))
+    }
+
+    #[cfg(not(feature = "mlx"))]
+    fn load_mlx(&self) -> Result<AnyModel> {
+        Err(anyhow!(crate::runtime::WITHOUT_MLX))
+    }
+
+    fn load_llama(&self) -> Result<LlamaModel> {
+        let model_path = self.model_path();
         if !model_path.is_file() {
             return Err(anyhow!(
                 "model file {} not found (run `cargo xtask fetch-assets`, or pass --model)",
                 model_path.display()
             ));
         }
-        let tokenizer = Arc::new(Tokenizer::from_file(&tok_path)?);
         let mut config = LlamaConfig::default().with_n_ctx(self.ctx);
         if let Some(t) = self.threads {
             config = config.with_threads(t, t);
         }
-        let model = LlamaModel::load(&model_path, config)
-            .with_context(|| format!("loading {}", model_path.display()))?;
-        Ok(Generator::new(model, tokenizer)?)
+        LlamaModel::load(&model_path, config)
+            .with_context(|| format!("loading {}", model_path.display()))
     }
 }
 

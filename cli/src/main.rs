@@ -5,6 +5,7 @@ mod chat;
 mod demo;
 mod generate;
 mod maskbench;
+mod runtime;
 mod serve;
 
 use clap::{Parser, Subcommand};

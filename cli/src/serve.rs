@@ -7,7 +7,7 @@ use anyhow::Result;
 use server::ServerConfig;
 use tracing_subscriber::EnvFilter;
 
-use crate::generate::{ModelArgs, default_model};
+use crate::generate::ModelArgs;
 
 /// Arguments of `stencil serve`.
 #[derive(clap::Args)]
@@ -47,7 +47,7 @@ pub fn run(args: Args) -> Result<()> {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
         .init();
-    let model_path = args.model.model.clone().unwrap_or_else(default_model);
+    let model_path = args.model.model_path();
     let model_id = args.model_id.clone().unwrap_or_else(|| {
         model_path
             .file_stem()

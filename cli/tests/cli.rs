@@ -63,3 +63,14 @@ fn the_demo_example_validates_on_the_default_model() {
     assert!(stdout.contains("valid JSON, validates"), "{stdout}");
     assert!(stdout.contains("stats: constrained"), "{stdout}");
 }
+
+#[cfg(not(feature = "mlx"))]
+#[test]
+fn mlx_without_the_feature_is_a_clear_error() {
+    let out = stencil(&["generate", "--runtime", "mlx", "--prompt", "hi"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("built without MLX"), "{err}");
+    assert!(err.contains("--features mlx"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -64,7 +64,12 @@ enum Cmd {
     /// cache; nothing to do on macOS). Fast when already done.
     MlxSetup,
     /// Build and run the demo in release mode (fetching assets if missing).
-    Demo,
+    Demo {
+        /// The runtime: `llama` (llama.cpp on the GGUF), or `mlx` (MLX on the converted
+        /// model; sets up the MLX build and converts the model first).
+        #[arg(long, default_value = "llama", value_parser = ["llama", "mlx"])]
+        runtime: String,
+    },
     /// Run a criterion benchmark by name; arguments after `--` go to criterion.
     Bench {
         /// The benchmark.
@@ -162,7 +167,7 @@ fn run(cli: Cli) -> Result<()> {
         } => convert_model(&layout, gguf, out, tokenizer, force),
         Cmd::Test => steps::run(&layout, &steps::test()),
         Cmd::MlxSetup => mlx::setup(&layout),
-        Cmd::Demo => steps::run(&layout, &steps::demo()),
+        Cmd::Demo { runtime } => steps::run(&layout, &steps::demo(runtime == "mlx")),
         Cmd::Bench { name, mut args } => {
             // Output files are relative to where the user stands, not to the package
             // directory cargo runs benchmarks in.

@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 
 use crate::Layout;
 use crate::assets::{self, Asset};
-use crate::mlx;
+use crate::{convert, mlx};
 
 /// One step of a subcommand.
 pub enum Step {
@@ -20,6 +20,9 @@ pub enum Step {
     /// `cargo xtask mlx-setup`: what `runtime-mlx`, a workspace member, needs to build on
     /// Linux. Steps that build the whole workspace come after it.
     MlxSetup,
+    /// `cargo xtask convert-model`: the default model as the f16 safetensors folder the MLX
+    /// runtime reads. Does nothing when the folder is up to date.
+    ConvertModel,
     /// A cargo command, run from the repository root.
     Cargo {
         /// What the step is for, printed before it runs.
@@ -52,6 +55,8 @@ pub fn test() -> Vec<Step> {
     vec![
         Step::FetchAssets(Asset::ALL),
         Step::MlxSetup,
+        // For runtime-mlx's comparison with llama.cpp and the CLI's `--runtime mlx` test.
+        Step::ConvertModel,
         // Benchmarks are built here, not run: they take minutes and need a quiet machine
         // (`cargo xtask bench`).
         cargo(
@@ -64,6 +69,10 @@ pub fn test() -> Vec<Step> {
                 "--tests",
                 "--examples",
             ],
+        ),
+        cargo(
+            "the CLI with MLX (`--runtime mlx`)",
+            ["test", "-p", "cli", "--features", "mlx", "--test", "mlx"],
         ),
         cargo(
             "benchmarks build",
@@ -136,28 +145,27 @@ pub fn ci() -> Vec<Step> {
     steps
 }
 
-/// `cargo xtask demo`: `stencil demo` in release mode, the built-in extraction examples on the
-/// default model, each checked against its schema, with constrained and unconstrained
-/// tokens/s side by side.
-pub fn demo() -> Vec<Step> {
-    vec![
-        Step::FetchAssets(&[Asset::Tokenizers, Asset::Model]),
-        Step::Cargo {
-            title: "the demo: structured extraction on the default model",
-            args: [
-                "run",
-                "--release",
-                "-p",
-                "cli",
-                "--bin",
-                "stencil",
-                "--",
-                "demo",
-            ]
-            .map(OsString::from)
-            .into(),
-        },
-    ]
+/// `cargo xtask demo [--runtime mlx]`: `stencil demo` in release mode, the built-in extraction
+/// examples on the default model, each checked against its schema, with constrained and
+/// unconstrained tokens/s side by side. With `mlx`, on the MLX runtime: the build set up and the
+/// model converted first, the binary built with the `mlx` feature.
+pub fn demo(mlx: bool) -> Vec<Step> {
+    let mut steps = vec![Step::FetchAssets(&[Asset::Tokenizers, Asset::Model])];
+    let mut args: Vec<OsString> = ["run", "--release", "-p", "cli"].map(OsString::from).into();
+    if mlx {
+        steps.push(Step::MlxSetup);
+        steps.push(Step::ConvertModel);
+        args.extend(["--features", "mlx"].map(OsString::from));
+    }
+    args.extend(["--bin", "stencil", "--", "demo"].map(OsString::from));
+    if mlx {
+        args.extend(["--runtime", "mlx"].map(OsString::from));
+    }
+    steps.push(Step::Cargo {
+        title: "the demo: structured extraction on the default model",
+        args,
+    });
+    steps
 }
 
 /// A criterion benchmark that `cargo xtask bench <name>` runs.
@@ -273,6 +281,11 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
                 mlx::setup(layout)?;
                 "mlx-setup".to_owned()
             }
+            Step::ConvertModel => {
+                println!("==> [{}/{n}] default model for MLX", i + 1);
+                convert::convert_default(layout)?;
+                "convert-model".to_owned()
+            }
             Step::Cargo { title, args } => {
                 let mut cmd = Command::new(cargo_program());
                 cmd.args(args);
@@ -336,6 +349,7 @@ mod tests {
             Step::Cargo { args, .. } => args.iter().map(|a| a.to_string_lossy().into()).collect(),
             Step::FetchAssets(_) => vec!["<assets>".into()],
             Step::MlxSetup => vec!["<mlx-setup>".into()],
+            Step::ConvertModel => vec!["<convert-model>".into()],
             Step::Script { path, .. } => vec!["bash".into(), (*path).into()],
         }
     }
@@ -364,6 +378,36 @@ mod tests {
                 "{setup:?} {workspace:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_model_is_converted_before_the_tests_and_the_mlx_demo() {
+        for steps in [test(), demo(true)] {
+            let setup = steps.iter().position(|s| matches!(s, Step::MlxSetup));
+            let convert = steps.iter().position(|s| matches!(s, Step::ConvertModel));
+            let cargo = steps.iter().position(|s| matches!(s, Step::Cargo { .. }));
+            assert!(
+                setup < convert && convert < cargo,
+                "{setup:?} {convert:?} {cargo:?}"
+            );
+        }
+        let plain = demo(false);
+        assert!(
+            plain
+                .iter()
+                .all(|s| !matches!(s, Step::MlxSetup | Step::ConvertModel))
+        );
+        let cargo = args(plain.last().unwrap());
+        assert!(!cargo.iter().any(|a| a == "mlx"), "{cargo:?}");
+        let cargo = args(demo(true).last().unwrap());
+        assert!(
+            cargo.windows(2).any(|w| w == ["--features", "mlx"]),
+            "{cargo:?}"
+        );
+        assert!(
+            cargo.ends_with(&["demo".into(), "--runtime".into(), "mlx".into()]),
+            "{cargo:?}"
+        );
     }
 
     #[test]
