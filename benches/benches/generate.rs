@@ -1,5 +1,9 @@
 //! `cargo xtask bench generate [-- --json FILE]`: tokens/s with and without the constraint on
-//! the same model, prompt and length, in one run.
+//! the same model, prompt and length, in one run, on each runtime: llama.cpp on the default
+//! GGUF (Q4_K_M) and, in a build with the `mlx` feature (what `cargo xtask bench generate`
+//! does), MLX on the f16 folder `cargo xtask convert-model` writes from the same GGUF. The
+//! two runtimes run the same weights at different precisions, so their figures compare the
+//! runtimes as users get them, not kernels at equal precision.
 //!
 //! For each round the constrained run goes first (the country example of the demo, greedy);
 //! the unconstrained run then generates exactly as many tokens from the same prompt (end of
@@ -7,12 +11,14 @@
 //! the token tables, compiling the schema the first time) is timed separately. Reported
 //! figures are medians over the rounds.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use generate::{GenerateOptions, Generator, Message, Output, Prompt, Request, SchemaInPrompt};
+use generate::{
+    GenerateOptions, Generator, Message, Model, Output, Prompt, Request, SchemaInPrompt,
+};
 use runtime_llama::{LlamaConfig, LlamaModel};
 use serde_json::{Value, json};
 
@@ -22,8 +28,24 @@ const SCHEMA: &str = r#"{"type": "array", "items": {"type": "object",
 const PROMPT: &str = "Which countries are mentioned in the sentence 'Adamma went home to Nigeria \
     for the hols'?\nYour answer should be only JSON, according to this schema: #!JSON_SCHEMA!#";
 
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Runtime {
+    Llama,
+    Mlx,
+}
+
+impl Runtime {
+    fn name(self) -> &'static str {
+        match self {
+            Runtime::Llama => "llama",
+            Runtime::Mlx => "mlx",
+        }
+    }
+}
+
 struct Args {
     json: Option<PathBuf>,
+    runtimes: Vec<Runtime>,
     rounds: usize,
     max_tokens: usize,
     threads: Option<u32>,
@@ -32,6 +54,11 @@ struct Args {
 fn parse_args() -> Result<Args> {
     let mut args = Args {
         json: None,
+        runtimes: if cfg!(feature = "mlx") {
+            vec![Runtime::Llama, Runtime::Mlx]
+        } else {
+            vec![Runtime::Llama]
+        },
         rounds: 3,
         max_tokens: 96,
         threads: None,
@@ -46,9 +73,18 @@ fn parse_args() -> Result<Args> {
             "--rounds" => args.rounds = value("--rounds")?.parse()?,
             "--max-tokens" => args.max_tokens = value("--max-tokens")?.parse()?,
             "--threads" => args.threads = Some(value("--threads")?.parse()?),
+            "--runtime" => {
+                args.runtimes = match value("--runtime")?.as_str() {
+                    "llama" => vec![Runtime::Llama],
+                    "mlx" => vec![Runtime::Mlx],
+                    "both" => vec![Runtime::Llama, Runtime::Mlx],
+                    other => bail!("--runtime is llama, mlx or both, not {other:?}"),
+                }
+            }
             "--help" | "-h" => {
                 println!(
-                    "generate bench: [--json FILE] [--rounds N (3)] [--max-tokens N (96)] [--threads N]"
+                    "generate bench: [--runtime llama|mlx|both] [--json FILE] [--rounds N (3)] \
+                     [--max-tokens N (96)] [--threads N (llama.cpp)]"
                 );
                 std::process::exit(0);
             }
@@ -57,6 +93,12 @@ fn parse_args() -> Result<Args> {
     }
     if args.rounds == 0 || args.max_tokens == 0 {
         bail!("--rounds and --max-tokens must be positive");
+    }
+    if args.runtimes.contains(&Runtime::Mlx) && !cfg!(feature = "mlx") {
+        bail!(
+            "this build has no MLX runtime: `cargo xtask bench generate` builds it with \
+             `--features mlx` after `cargo xtask mlx-setup`"
+        );
     }
     Ok(args)
 }
@@ -94,26 +136,86 @@ fn request(schema: Option<Value>, max_tokens: usize) -> Request {
 fn main() -> Result<()> {
     let args = parse_args()?;
     let assets = assets();
-    let model_path = assets.join("models/gemma-3-270m-q4_k_m.gguf");
     let tok_path = assets.join("tokenizers/gemma3/tokenizer.json");
-    if !model_path.is_file() || !tok_path.is_file() {
+    if !tok_path.is_file() {
         bail!(
-            "{} or {} is missing: run `cargo xtask fetch-assets`",
-            model_path.display(),
+            "{} is missing: run `cargo xtask fetch-assets`",
             tok_path.display()
         );
     }
-    let schema: Value = serde_json::from_str(SCHEMA)?;
-
-    let t = Instant::now();
-    let mut config = LlamaConfig::default();
-    if let Some(n) = args.threads {
-        config = config.with_threads(n, n);
+    let mut reports = serde_json::Map::new();
+    for &runtime in &args.runtimes {
+        println!("== {}", runtime.name());
+        let report = match runtime {
+            Runtime::Llama => {
+                let path = assets.join("models/gemma-3-270m-q4_k_m.gguf");
+                if !path.is_file() {
+                    bail!(
+                        "{} is missing: run `cargo xtask fetch-assets`",
+                        path.display()
+                    );
+                }
+                let t = Instant::now();
+                let mut config = LlamaConfig::default();
+                if let Some(n) = args.threads {
+                    config = config.with_threads(n, n);
+                }
+                let model = LlamaModel::load(&path, config)?;
+                measure(&args, &path, model, t.elapsed(), &tok_path)?
+            }
+            Runtime::Mlx => mlx(&args, &assets, &tok_path)?,
+        };
+        reports.insert(runtime.name().to_owned(), report);
     }
-    let model = LlamaModel::load(&model_path, config)?;
-    let load_model_ms = t.elapsed().as_secs_f64() * 1e3;
+    if reports.len() == 2 {
+        let tps = |r: &str, k: &str| reports[r][k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "mlx/llama: constrained {:.2}×, unconstrained {:.2}×",
+            tps("mlx", "constrained_tps") / tps("llama", "constrained_tps"),
+            tps("mlx", "unconstrained_tps") / tps("llama", "unconstrained_tps"),
+        );
+    }
+    if let Some(path) = &args.json {
+        let report = json!({ "runtimes": reports });
+        std::fs::write(path, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+#[cfg(feature = "mlx")]
+fn mlx(args: &Args, assets: &Path, tok_path: &Path) -> Result<Value> {
+    use runtime_mlx::{MlxConfig, MlxModel};
+    let dir = assets.join("models/gemma-3-270m-f16");
+    if !dir.join("config.json").is_file() {
+        bail!(
+            "{} is missing: run `cargo xtask convert-model`",
+            dir.display()
+        );
+    }
     let t = Instant::now();
-    let tokenizer = Arc::new(generate::Tokenizer::from_file(&tok_path)?);
+    let model = MlxModel::load(&dir, MlxConfig::default())?;
+    measure(args, &dir, model, t.elapsed(), tok_path)
+}
+
+#[cfg(not(feature = "mlx"))]
+fn mlx(_: &Args, _: &Path, _: &Path) -> Result<Value> {
+    bail!("this build has no MLX runtime (the `mlx` feature)")
+}
+
+/// The rounds on one loaded model; returns its report.
+fn measure<M: Model>(
+    args: &Args,
+    model_path: &Path,
+    model: M,
+    load_model: Duration,
+    tok_path: &Path,
+) -> Result<Value> {
+    let schema: Value = serde_json::from_str(SCHEMA)?;
+    let load_model_ms = load_model.as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let tokenizer = Arc::new(generate::Tokenizer::from_file(tok_path)?);
     let mut generator = Generator::new(model, tokenizer)?;
     let token_tables_ms = t.elapsed().as_secs_f64() * 1e3;
     let (_, compile_ms) = generator.compile(&schema)?;
@@ -164,7 +266,7 @@ fn main() -> Result<()> {
     if let Some(s) = &sample {
         println!("constrained text ({:?}): {}", s.stop, s.text);
     }
-    let report = json!({
+    Ok(json!({
         "model": model_path.file_name().map(|f| f.to_string_lossy().into_owned()),
         "rounds": args.rounds,
         "tokens": median(lengths),
@@ -176,11 +278,5 @@ fn main() -> Result<()> {
         "load_model_ms": load_model_ms,
         "token_tables_ms": token_tables_ms,
         "compile_ms": compile_ms,
-    });
-    if let Some(path) = &args.json {
-        std::fs::write(path, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-        println!("wrote {}", path.display());
-    }
-    Ok(())
+    }))
 }

@@ -135,6 +135,19 @@ pub fn lint() -> Vec<Step> {
                 "warnings",
             ],
         ),
+        // Again with every feature: the code behind `mlx` in the CLI and the benches.
+        cargo(
+            "clippy with every feature",
+            [
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--all-features",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
     ]
 }
 
@@ -180,6 +193,9 @@ pub struct Bench {
     pub target: &'static str,
     /// The assets it reads.
     pub assets: &'static [Asset],
+    /// Whether it also measures the MLX runtime: the build set up, the default model
+    /// converted, the bench built with the package's `mlx` feature.
+    pub mlx: bool,
 }
 
 /// Every benchmark `cargo xtask bench` knows.
@@ -190,6 +206,7 @@ pub const BENCHES: &[Bench] = &[
         package: "benches",
         target: "vocab",
         assets: &[Asset::Tokenizers],
+        mlx: false,
     },
     Bench {
         name: "sampler",
@@ -197,6 +214,7 @@ pub const BENCHES: &[Bench] = &[
         package: "benches",
         target: "sampler",
         assets: &[],
+        mlx: false,
     },
     Bench {
         name: "kernel",
@@ -204,13 +222,16 @@ pub const BENCHES: &[Bench] = &[
         package: "benches",
         target: "kernel",
         assets: &[Asset::Tokenizers],
+        mlx: false,
     },
     Bench {
         name: "generate",
-        about: "tokens/s with and without the constraint on the default model (args: --json FILE)",
+        about: "tokens/s with and without the constraint on the default model, llama.cpp and MLX \
+                (args: --runtime llama|mlx|both, --json FILE)",
         package: "benches",
         target: "generate",
         assets: &[Asset::Tokenizers, Asset::Model],
+        mlx: true,
     },
     Bench {
         name: "masks",
@@ -218,6 +239,7 @@ pub const BENCHES: &[Bench] = &[
         package: "benches",
         target: "masks",
         assets: &[Asset::Tokenizers],
+        mlx: false,
     },
 ];
 
@@ -230,13 +252,20 @@ pub fn bench(name: &str, extra: &[String]) -> Result<Vec<Step>> {
     let mut args: Vec<OsString> = ["bench", "-p", bench.package, "--bench", bench.target]
         .map(OsString::from)
         .into();
+    if bench.mlx {
+        args.extend(["--features", "mlx"].map(OsString::from));
+    }
     if !extra.is_empty() {
         args.push("--".into());
         args.extend(extra.iter().map(OsString::from));
     }
-    let mut steps = Vec::with_capacity(2);
+    let mut steps = Vec::with_capacity(4);
     if !bench.assets.is_empty() {
         steps.push(Step::FetchAssets(bench.assets));
+    }
+    if bench.mlx {
+        steps.push(Step::MlxSetup);
+        steps.push(Step::ConvertModel);
     }
     steps.push(Step::Cargo {
         title: bench.name,
@@ -431,6 +460,32 @@ mod tests {
         assert_eq!(args(&bench("sampler", &[]).unwrap()[0])[0], "bench");
         let err = bench("nope", &[]).err().unwrap().to_string();
         assert!(err.contains("vocab"), "{err}");
+    }
+
+    #[test]
+    fn the_generate_bench_builds_mlx_after_setting_it_up() {
+        let steps = bench("generate", &["--json".into(), "g.json".into()]).unwrap();
+        assert!(matches!(steps[1], Step::MlxSetup), "set up before building");
+        assert!(
+            matches!(steps[2], Step::ConvertModel),
+            "the f16 folder MLX reads"
+        );
+        let cargo = args(&steps[3]);
+        assert!(
+            cargo.windows(2).any(|w| w == ["--features", "mlx"]),
+            "{cargo:?}"
+        );
+        assert!(cargo.ends_with(&["--".into(), "--json".into(), "g.json".into()]));
+        // The other benchmarks do not need MLX.
+        for name in ["vocab", "kernel", "masks", "sampler"] {
+            let steps = bench(name, &[]).unwrap();
+            assert!(
+                steps
+                    .iter()
+                    .all(|s| !matches!(s, Step::MlxSetup | Step::ConvertModel)),
+                "{name}"
+            );
+        }
     }
 
     #[test]
