@@ -8,7 +8,7 @@ use anyhow::{Context, Result, anyhow};
 use benches::corpus;
 use benches::stats::Summary;
 use generate::SchemaRecognizer;
-use mask_kernel::{Kernel, MaskCache, Recognizer, Session};
+use mask_kernel::{Kernel, MaskCache, MaskStats, Recognizer, Session};
 use schema_compiler::{Grammar, Options};
 use serde_json::{Value, json};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
@@ -51,6 +51,46 @@ struct Counts {
     masks: usize,
 }
 
+/// How a mask was obtained, for the breakdown of mask times.
+const KINDS: [&str; 3] = ["cache_hit", "split", "walk"];
+
+/// Mask times, all of them and by [`KINDS`].
+#[derive(Default)]
+struct Timings {
+    all: Vec<f64>,
+    by_kind: [Vec<f64>; 3],
+}
+
+impl Timings {
+    fn push(&mut self, us: f64, stats: Option<&MaskStats>) {
+        self.all.push(us);
+        if let Some(s) = stats {
+            let kind = if s.cache_hit {
+                0
+            } else if s.split {
+                1
+            } else {
+                2
+            };
+            self.by_kind[kind].push(us);
+        }
+    }
+
+    /// `{"cache_hit": {"masks", "p50", "p99", "max", "total_ms"}, ...}`.
+    fn breakdown(&mut self) -> Value {
+        let mut out = serde_json::Map::new();
+        for (name, v) in KINDS.iter().zip(&mut self.by_kind) {
+            let total: f64 = v.iter().sum();
+            let s = Summary::of(v);
+            out.insert(
+                (*name).to_owned(),
+                json!({"masks": s.count, "p50": s.p50, "p99": s.p99, "max": s.max, "total_ms": total / 1e3}),
+            );
+        }
+        Value::Object(out)
+    }
+}
+
 /// Replays one instance; returns Ok(true) when every token was allowed and end of sequence was
 /// allowed at the end.
 fn replay(
@@ -58,7 +98,7 @@ fn replay(
     grammar: &Arc<Grammar>,
     cache: &mut MaskCache,
     tokens: &[TokenId],
-    mask_us: &mut Vec<f64>,
+    mask_us: &mut Timings,
 ) -> Result<bool> {
     let mut session = Session::new(kernel.clone(), SchemaRecognizer::new(grammar.clone()));
     let mut mask = session.new_mask();
@@ -66,7 +106,7 @@ fn replay(
         let start = Instant::now();
         let r = session.mask(cache, &mut mask);
         let us = start.elapsed().as_secs_f64() * 1e6;
-        mask_us.push(us);
+        mask_us.push(us, r.as_ref().ok());
         if let Some(limit) = slow_limit()
             && us > limit
         {
@@ -97,7 +137,7 @@ fn replay(
     }
     let start = Instant::now();
     let r = session.mask(cache, &mut mask);
-    mask_us.push(start.elapsed().as_secs_f64() * 1e6);
+    mask_us.push(start.elapsed().as_secs_f64() * 1e6, r.as_ref().ok());
     Ok(r.is_ok() && kernel.eos().iter().any(|e| mask.contains(e.as_usize())))
 }
 
@@ -132,7 +172,7 @@ pub fn run(args: Args) -> Result<()> {
         Options::generation()
     };
     let mut counts = Counts::default();
-    let mut mask_us = Vec::new();
+    let mut mask_us = Timings::default();
     let mut compile_ms = Vec::new();
     let mut per_file = Vec::new();
     let total = cases.len();
@@ -167,7 +207,7 @@ pub fn run(args: Args) -> Result<()> {
         let mut cache = MaskCache::new(args.cache_mib << 20);
         let mut results = Vec::new();
         let mut ok = true;
-        let first_mask = mask_us.len();
+        let first_mask = mask_us.all.len();
         for inst in &case.tests {
             let enc = tokenizer
                 .encode(inst.text.as_str(), false)
@@ -177,10 +217,10 @@ pub fn run(args: Args) -> Result<()> {
                 .iter()
                 .map(|&i| TokenId::new(i).context("token id out of range"))
                 .collect::<Result<_>>()?;
-            let before = mask_us.len();
+            let before = mask_us.all.len();
             let accepted = replay(&kernel, &grammar, &mut cache, &tokens, &mut mask_us)
                 .with_context(|| format!("replaying a test of {}", case.file))?;
-            counts.masks += mask_us.len() - before;
+            counts.masks += mask_us.all.len() - before;
             match (inst.valid, accepted) {
                 (true, true) => counts.valid_accepted += 1,
                 (true, false) => {
@@ -197,7 +237,10 @@ pub fn run(args: Args) -> Result<()> {
                 .push(json!({"valid": inst.valid, "accepted": accepted, "tokens": tokens.len()}));
         }
         let stats = cache.stats();
-        let slowest = mask_us[first_mask..].iter().copied().fold(0.0, f64::max);
+        let slowest = mask_us.all[first_mask..]
+            .iter()
+            .copied()
+            .fold(0.0, f64::max);
         per_file.push(json!({
             "file": case.file,
             "status": if ok { "ok" } else { "mismatch" },
@@ -207,7 +250,8 @@ pub fn run(args: Args) -> Result<()> {
             "cache": {"hits": stats.hits, "misses": stats.misses, "inside_hits": stats.inside_hits, "inside_misses": stats.inside_misses},
         }));
     }
-    let mask = Summary::of(&mut mask_us);
+    let by_kind = mask_us.breakdown();
+    let mask = Summary::of(&mut mask_us.all);
     let compile = Summary::of(&mut compile_ms);
     let out = json!({
         "tokenizer": args.tokenizer.display().to_string(),
@@ -222,6 +266,7 @@ pub fn run(args: Args) -> Result<()> {
         "invalid_accepted": counts.invalid_accepted,
         "masks": counts.masks,
         "mask_us": {"p50": mask.p50, "p90": mask.p90, "p99": mask.p99, "p999": mask.p999, "max": mask.max, "mean": mask.mean},
+        "mask_us_by_kind": by_kind,
         "compile_ms": {"p50": compile.p50, "p90": compile.p90, "p99": compile.p99, "max": compile.max, "mean": compile.mean},
         "per_file": per_file,
     });
@@ -257,6 +302,17 @@ fn print_summary(out: &Value) {
         f(&m["max"]),
         f(&m["mean"])
     );
+    for kind in KINDS {
+        let k = &out["mask_us_by_kind"][kind];
+        eprintln!(
+            "  {kind}: {} masks, p50 {:.1} µs, p99 {:.1}, max {:.1}, total {:.1} ms",
+            k["masks"],
+            f(&k["p50"]),
+            f(&k["p99"]),
+            f(&k["max"]),
+            f(&k["total_ms"])
+        );
+    }
     eprintln!(
         "compile: p50 {:.2} ms, p90 {:.2}, p99 {:.2}, max {:.2}, mean {:.2}",
         f(&c["p50"]),

@@ -65,9 +65,13 @@ impl Recognizer for SchemaRecognizer {
 /// The matcher's lexeme split in the mask kernel's terms (see [`Recognizer::split`]).
 pub(crate) fn lexeme_split(matcher: &Matcher, key: &mut Vec<u32>) -> Option<Split> {
     Some(match matcher.split(key)? {
-        LexemeSplit::StringContent { budget, close } => Split {
+        LexemeSplit::StringContent {
+            budget,
+            level,
+            close,
+        } => Split {
             boundary: b'"',
-            inside: Inside::StringContent { budget },
+            inside: Inside::StringContent { budget, level },
             close,
         },
         LexemeSplit::KeyContent => Split {
@@ -81,4 +85,26 @@ pub(crate) fn lexeme_split(matcher: &Matcher, key: &mut Vec<u32>) -> Option<Spli
             close: None,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// The schema compiler decides which level of content a string takes, the kernel which
+    /// tokens spell each level: both must mean the same bytes.
+    #[test]
+    fn the_compiler_and_the_kernel_agree_on_content_levels() {
+        assert_eq!(
+            mask_kernel::CONTENT_LEVELS,
+            schema_compiler::dfa::CONTENT_LEVELS
+        );
+        for level in 0..mask_kernel::CONTENT_LEVELS {
+            for b in 0..=255u8 {
+                assert_eq!(
+                    mask_kernel::content_level_allows(level, b),
+                    schema_compiler::dfa::content_level_allows(level, b),
+                    "level {level}, byte {b:#04x}"
+                );
+            }
+        }
+    }
 }

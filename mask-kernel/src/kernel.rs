@@ -28,9 +28,52 @@ pub struct Kernel {
     /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
     /// code points; the last entry holds them all.
     by_budget: Vec<FixedBitSet>,
+    /// Per level below the top (see [`CONTENT_LEVELS`]): the string-content tokens spelled
+    /// in that level, by budget like `by_budget`.
+    by_level: Vec<Vec<FixedBitSet>>,
+    /// Per level below the top: the trie of the string-content tokens not spelled in it.
+    outside: Vec<AnyIndex>,
     /// Tokens that are key content (string content with only the escapes JSON needs).
     key_content: FixedBitSet,
     eos: Vec<TokenId>,
+}
+
+/// Levels of JSON string content, each a set of bytes that contains the ones before it:
+/// 0 ASCII letters and digits; 1 also every non-ASCII character; 2 also the space; 3 every
+/// character a string may hold unescaped (no control character, `"` or `\\`); 4 everything
+/// (escapes included). The kernel precomputes, per level, the tokens spelled in it, so a
+/// string whose grammar takes every content of some level is masked without walking them.
+pub const CONTENT_LEVELS: u8 = 5;
+
+/// Whether `byte` may spell content of `level` (see [`CONTENT_LEVELS`]; the bytes of
+/// non-ASCII characters all may from level 1 on, UTF-8 itself is checked apart).
+pub fn content_level_allows(level: u8, byte: u8) -> bool {
+    let alnum = byte.is_ascii_alphanumeric();
+    match level {
+        0 => alnum,
+        1 => alnum || !byte.is_ascii(),
+        2 => alnum || !byte.is_ascii() || byte == b' ',
+        3 => !byte.is_ascii_control() && byte != b'"' && byte != b'\\' || byte == 0x7f,
+        _ => true,
+    }
+}
+
+/// Cumulative sets of `tokens` (code points, id) by budget: entry `r` holds those of at most
+/// `r` code points, the last one all of them.
+fn by_budget(mut tokens: Vec<(u32, TokenId)>, n: usize) -> Vec<FixedBitSet> {
+    tokens.sort_unstable();
+    let max = tokens.last().map_or(0, |&(c, _)| c) as usize;
+    let mut out = Vec::with_capacity(max + 1);
+    let mut cur = FixedBitSet::with_capacity(n);
+    let mut i = 0;
+    for r in 0..=max as u32 {
+        while i < tokens.len() && tokens[i].0 <= r {
+            cur.insert(tokens[i].1.as_usize());
+            i += 1;
+        }
+        out.push(cur.clone());
+    }
+    out
 }
 
 impl Kernel {
@@ -83,22 +126,27 @@ impl Kernel {
         let close_trie = AnyIndex::new(kind, &suffix_vocab)?;
         let escaped_quote_trie = AnyIndex::build(kind, &vocab, escaped)?;
         let n = vocab.len();
-        let mut lens: Vec<(u32, TokenId)> = vocab
+        let lens: Vec<(u32, TokenId)> = vocab
             .indexable_ids()
             .filter_map(|id| string_content(vocab.bytes(id)).map(|c| (c, id)))
             .collect();
-        lens.sort_unstable();
-        let max = lens.last().map_or(0, |&(c, _)| c) as usize;
-        let mut by_budget = Vec::with_capacity(max + 1);
-        let mut cur = FixedBitSet::with_capacity(n);
-        let mut i = 0;
-        for r in 0..=max as u32 {
-            while i < lens.len() && lens[i].0 <= r {
-                cur.insert(lens[i].1.as_usize());
-                i += 1;
-            }
-            by_budget.push(cur.clone());
+        let mut by_level = Vec::with_capacity(CONTENT_LEVELS as usize - 1);
+        let mut outside = Vec::with_capacity(CONTENT_LEVELS as usize - 1);
+        for level in 0..CONTENT_LEVELS - 1 {
+            let (inside, out): (Vec<_>, Vec<_>) = lens.iter().partition(|&&(_, id)| {
+                vocab
+                    .bytes(id)
+                    .iter()
+                    .all(|&b| content_level_allows(level, b))
+            });
+            by_level.push(by_budget(inside, n));
+            outside.push(AnyIndex::build(
+                kind,
+                &vocab,
+                out.into_iter().map(|(_, id)| id),
+            )?);
         }
+        let by_budget = by_budget(lens, n);
         let mut key_set = FixedBitSet::with_capacity(n);
         for id in vocab.indexable_ids() {
             if key_content(vocab.bytes(id)).is_some() {
@@ -115,6 +163,8 @@ impl Kernel {
             close_empty,
             escaped_quote_trie,
             by_budget,
+            by_level,
+            outside,
             key_content: key_set,
             eos,
         })
@@ -179,6 +229,22 @@ impl Kernel {
         &self.by_budget[i]
     }
 
+    /// String-content tokens spelled in content of `level` (see [`CONTENT_LEVELS`]) of at most
+    /// `budget` code points (`None`: any length).
+    pub fn string_content_at(&self, level: u8, budget: Option<u32>) -> &FixedBitSet {
+        let Some(sets) = self.by_level.get(level as usize) else {
+            return self.string_content(budget);
+        };
+        let last = sets.len() - 1;
+        &sets[budget.map_or(last, |b| (b as usize).min(last))]
+    }
+
+    /// The trie of the string-content tokens not spelled in content of `level` (`None` for
+    /// the top level, which spells them all).
+    pub fn outside_level(&self, level: u8) -> Option<&AnyIndex> {
+        self.outside.get(level as usize)
+    }
+
     /// Tokens that are key content (see [`crate::key_content`]).
     pub fn key_content(&self) -> &FixedBitSet {
         &self.key_content
@@ -218,6 +284,13 @@ impl Kernel {
         self.trie.memory_bytes()
             + self.quote_trie.memory_bytes()
             + self.by_budget.iter().map(|b| b.len() / 8).sum::<usize>()
+            + self
+                .by_level
+                .iter()
+                .flatten()
+                .map(|b| b.len() / 8)
+                .sum::<usize>()
+            + self.outside.iter().map(|t| t.memory_bytes()).sum::<usize>()
             + self.key_content.len() / 8
     }
 }

@@ -54,13 +54,18 @@ pub trait Recognizer {
 /// How the tokens that stay inside the current lexeme are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Inside {
-    /// The lexeme accepts any JSON string content: exactly the tokens whose bytes are valid
+    /// The lexeme accepts any JSON string content of a level: of those, exactly the tokens whose bytes are valid
     /// string content from a character boundary (no unescaped `"`, no control character, valid
     /// escapes and UTF-8, possibly ending inside an escape or a character) and decode to at
     /// most `budget` code points (`None`: no limit). The kernel precomputes these sets.
     StringContent {
         /// Most code points a token may add.
         budget: Option<u32>,
+        /// The [level](crate::CONTENT_LEVELS) of content that keeps the lexeme viable: the
+        /// string-content tokens spelled in it are decided by `budget` alone. Below the top
+        /// level the other tokens without the boundary byte are walked as for
+        /// [`Inside::Walk`], under the key written by [`Recognizer::split`].
+        level: u8,
     },
     /// The lexeme is an object key that accepts any content spelled with only the escapes JSON
     /// needs: exactly the tokens that are [`crate::key_content`]. Precomputed too.

@@ -193,22 +193,14 @@ impl<R: Recognizer> Session<R> {
             Some(split) if split.boundary == b'"' => {
                 stats.split = true;
                 match split.inside {
-                    Inside::StringContent { budget } => {
-                        out.union_with(kernel.string_content(budget))
-                    }
-                    Inside::KeyContent => out.union_with(kernel.key_content()),
-                    Inside::Walk => {
-                        if let Some(m) = cache.get_inside(&self.split_key) {
-                            out.union_with(m);
-                        } else {
-                            self.scratch.clear();
-                            self.rec.set_lexeme_only(true);
-                            stats.nodes += walk(kernel.trie(), &mut self.rec, &mut self.scratch);
-                            self.rec.set_lexeme_only(false);
-                            cache.put_inside(&self.split_key, &self.scratch);
-                            out.union_with(&self.scratch);
+                    Inside::StringContent { budget, level } => {
+                        out.union_with(kernel.string_content_at(level, budget));
+                        if let Some(trie) = kernel.outside_level(level) {
+                            stats.nodes += self.walk_inside(cache, trie, out);
                         }
                     }
+                    Inside::KeyContent => out.union_with(kernel.key_content()),
+                    Inside::Walk => stats.nodes += self.walk_inside(cache, kernel.trie(), out),
                 }
                 match (split.inside, split.close) {
                     (Inside::StringContent { .. }, Some((lo, hi))) => {
@@ -225,6 +217,27 @@ impl<R: Recognizer> Session<R> {
                 out.insert(id.as_usize());
             }
         }
+    }
+
+    /// Adds the tokens of `trie` that stay inside the current lexeme (the recognizer in
+    /// lexeme-only mode), cached under the split key.
+    fn walk_inside(
+        &mut self,
+        cache: &mut MaskCache,
+        trie: &AnyIndex,
+        out: &mut FixedBitSet,
+    ) -> u64 {
+        if let Some(m) = cache.get_inside(&self.split_key) {
+            out.union_with(m);
+            return 0;
+        }
+        self.scratch.clear();
+        self.rec.set_lexeme_only(true);
+        let nodes = walk(trie, &mut self.rec, &mut self.scratch);
+        self.rec.set_lexeme_only(false);
+        cache.put_inside(&self.split_key, &self.scratch);
+        out.union_with(&self.scratch);
+        nodes
     }
 
     /// Closes the string once (after `lo` filler characters) and walks the suffixes that can

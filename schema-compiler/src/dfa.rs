@@ -18,6 +18,7 @@
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::dfa::{Automaton, dense};
@@ -73,20 +74,59 @@ pub struct Dfa {
     match_sets: Vec<Box<[u32]>>,
     /// Premultiplied start state (may be `DEAD` for an empty language).
     start: u32,
-    /// Per state index, computed on first use: [`UNIVERSAL`] and [`FREE`] flags for string
-    /// content (see [`Dfa::string_flags`]).
-    univ: OnceLock<Box<[u8]>>,
+    /// Per state index, each computed on first use: [`ContentFlags`] (see
+    /// [`Dfa::string_flags`]).
+    univ: LazyFlags,
     /// Per state index, computed on first use: a byte on a shortest path to acceptance.
     toward: OnceLock<Box<[Option<u8>]>>,
 }
 
-/// Flag of [`Dfa::string_flags`]: every JSON string content keeps the state live.
-pub const UNIVERSAL: u8 = 1;
-/// Flag of [`Dfa::string_flags`]: every string content keeps the state live and accepting.
-pub const FREE: u8 = 2;
+/// Levels of JSON string content, each a set of bytes that contains the ones before it:
+/// 0 ASCII letters and digits; 1 also every non-ASCII character; 2 also the space; 3 every
+/// character a string may hold unescaped (no control character, `"` or `\\`); 4 every
+/// character, escapes included. The mask kernel precomputes the tokens spelled in each level.
+pub const CONTENT_LEVELS: u8 = 5;
 
-/// Largest DFA for which [`Dfa::string_flags`] are computed (others report no flags).
-const UNIVERSALITY_MAX_STATES: usize = 20_000;
+/// Whether `byte` may appear in content of level `level` (see [`CONTENT_LEVELS`]; bytes of
+/// non-ASCII characters are all allowed from level 1 on, UTF-8 itself is checked apart).
+pub fn content_level_allows(level: u8, byte: u8) -> bool {
+    match level {
+        0 => byte.is_ascii_alphanumeric(),
+        1 => byte.is_ascii_alphanumeric() || byte >= 0x80,
+        2 => byte.is_ascii_alphanumeric() || byte >= 0x80 || byte == b' ',
+        3 => byte >= 0x20 && byte != b'"' && byte != b'\\',
+        _ => true,
+    }
+}
+
+/// How much string content a DFA state takes (see [`Dfa::string_flags`]): every content of a
+/// level below `live` keeps the state live, every content of a level below `free` keeps it
+/// live and accepting (`free <= live`; 0: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContentFlags {
+    /// One past the highest level that keeps the state live.
+    pub live: u8,
+    /// One past the highest level that keeps the state live and accepting.
+    pub free: u8,
+}
+
+/// Most (state, UTF-8 state) pairs [`Dfa::string_flags`] explores for one state; beyond it the
+/// state reports no flags (which only turns a fast path off).
+const UNIVERSALITY_MAX_PAIRS: usize = 100_000;
+
+/// Set in a [`LazyFlags`] entry once it is computed.
+const KNOWN: u8 = 0x80;
+
+/// Per-state flags filled in on first use, shareable between threads (a DFA lives in a grammar
+/// many sessions use at once). A clone starts empty.
+#[derive(Default)]
+struct LazyFlags(OnceLock<Box<[AtomicU8]>>);
+
+impl Clone for LazyFlags {
+    fn clone(&self) -> Self {
+        LazyFlags::default()
+    }
+}
 
 impl std::fmt::Debug for Dfa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -513,7 +553,7 @@ impl Dfa {
             finals: vec![NO_MATCH],
             match_sets: Vec::new(),
             start: DEAD,
-            univ: OnceLock::new(),
+            univ: LazyFlags::default(),
             toward: OnceLock::new(),
         }
     }
@@ -606,7 +646,7 @@ impl Dfa {
             finals,
             match_sets: self.match_sets,
             start,
-            univ: OnceLock::new(),
+            univ: LazyFlags::default(),
             toward: OnceLock::new(),
         }
     }
@@ -659,24 +699,93 @@ impl Dfa {
         (1..self.finals.len()).all(|i| self.finals[i] != NO_MATCH)
     }
 
-    /// Flags of `state` for string content ([`UNIVERSAL`], [`FREE`]), computed once per DFA.
+    /// How much string content `state` takes, computed once per state.
     ///
-    /// A state is universal when every JSON string content read from it (any valid UTF-8
-    /// ending on a character boundary) keeps it live, and free when it also keeps it
-    /// accepting. In such states the mask kernel can allow whole precomputed sets of tokens
-    /// without walking the vocabulary.
-    pub fn string_flags(&self, state: u32) -> u8 {
-        let flags = self.univ.get_or_init(|| {
-            if self.num_states() > UNIVERSALITY_MAX_STATES {
-                return vec![0; self.num_states()].into_boxed_slice();
+    /// At a level (see [`CONTENT_LEVELS`]) a state is universal when every content of that
+    /// level read from it (valid UTF-8 ending on a character boundary) keeps it live, and free
+    /// when it also keeps it accepting. In such states the mask kernel can allow whole
+    /// precomputed sets of tokens without walking the vocabulary.
+    ///
+    /// Each level is decided by a search of the (state, UTF-8 state) pairs reachable from the
+    /// state that stops at the first dead one, so a state some character kills (most states of
+    /// a format or a pattern) costs a few steps, not a pass over the whole DFA.
+    pub fn string_flags(&self, state: u32) -> ContentFlags {
+        if state == DEAD {
+            return ContentFlags::default();
+        }
+        let table = self
+            .univ
+            .0
+            .get_or_init(|| (0..self.num_states()).map(|_| AtomicU8::new(0)).collect());
+        let slot = &table[self.index(state)];
+        let known = slot.load(Ordering::Relaxed);
+        if known & KNOWN != 0 {
+            return ContentFlags {
+                live: known & 7,
+                free: (known >> 3) & 7,
+            };
+        }
+        let mut flags = ContentFlags::default();
+        for level in (0..CONTENT_LEVELS).rev() {
+            let (live, free) = self.search_string_flags(state, level, flags.live == 0);
+            if live && flags.live == 0 {
+                flags.live = level + 1;
             }
-            let (live, free) = self.universality(|s| s != DEAD, |s| s != DEAD && self.is_final(s));
-            live.iter()
-                .zip(&free)
-                .map(|(&l, &f)| (l as u8 * UNIVERSAL) | (f as u8 * FREE))
-                .collect()
-        });
-        flags[self.index(state)]
+            if free {
+                flags.free = level + 1;
+                break;
+            }
+        }
+        slot.store(flags.live | flags.free << 3 | KNOWN, Ordering::Relaxed);
+        flags
+    }
+
+    /// Whether every content of `level` keeps `state` live, and whether also accepting
+    /// (only looked for when `need_live` is false or the state is universal).
+    fn search_string_flags(&self, state: u32, level: u8, need_live: bool) -> (bool, bool) {
+        let u = utf8_universe();
+        let mut reps = Vec::new();
+        let mut joint = HashMap::default();
+        for b in 0..=255u8 {
+            if !content_level_allows(level, b) {
+                continue;
+            }
+            let key = (self.classes[b as usize], u.classes[b as usize]);
+            if let Entry::Vacant(e) = joint.entry(key) {
+                e.insert(());
+                reps.push(b);
+            }
+        }
+        let mut free = self.is_final(state);
+        let mut seen: rustc_hash::FxHashSet<(u32, u32)> = rustc_hash::FxHashSet::default();
+        let start = (state, u.start);
+        seen.insert(start);
+        let mut stack = vec![start];
+        while let Some((s, us)) = stack.pop() {
+            for &b in &reps {
+                let un = u.next(us, b);
+                if un == DEAD {
+                    continue;
+                }
+                let sn = self.next(s, b);
+                if sn == DEAD {
+                    return (false, false);
+                }
+                if free && u.is_final(un) && !self.is_final(sn) {
+                    free = false;
+                    if !need_live {
+                        return (true, false);
+                    }
+                }
+                if seen.insert((sn, un)) {
+                    if seen.len() > UNIVERSALITY_MAX_PAIRS {
+                        return (false, false);
+                    }
+                    stack.push((sn, un));
+                }
+            }
+        }
+        (true, free)
     }
 
     /// Per state index: (every UTF-8 continuation keeps `alive`, and also `accepting` at
@@ -965,7 +1074,7 @@ impl RawBuilder {
             finals,
             match_sets,
             start: stride,
-            univ: OnceLock::new(),
+            univ: LazyFlags::default(),
             toward: OnceLock::new(),
         })
     }
@@ -973,6 +1082,31 @@ impl RawBuilder {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn string_flags_name_the_highest_level_each_state_takes() {
+        let flags = |pattern: &str, prefix: &[u8]| {
+            let d = Dfa::from_regex(pattern, DfaLimits::default()).unwrap();
+            let s = d.run(d.start(), prefix);
+            let f = d.string_flags(s);
+            (f.live, f.free)
+        };
+        // Any character, escapes included.
+        assert_eq!(flags("(?s:.*)", b""), (5, 5));
+        // `.` is no newline: every unescaped character, not `\n`.
+        assert_eq!(flags(".*", b""), (4, 4));
+        assert_eq!(flags(".+", b""), (4, 0), "empty content does not accept");
+        // No space, no `/`: letters, digits and non-ASCII characters only.
+        assert_eq!(flags(r"[^ /]+", b"a"), (2, 2));
+        assert_eq!(flags(r"[^ /]+", b""), (2, 0));
+        // Unicode `\s` holds non-ASCII spaces too.
+        assert_eq!(flags(r"[^\s/]+", b"a"), (1, 1));
+        assert_eq!(flags("[a-z]+", b"a"), (0, 0), "no digits");
+        assert_eq!(flags(r"\w+", b"a"), (1, 1), "ASCII letters and digits");
+        assert_eq!(flags(r"\d{4}-\d{2}", b"20"), (0, 0));
+        // A bounded repetition is universal while it has room.
+        assert_eq!(flags(".{0,3}", b""), (0, 0), "four characters kill it");
+    }
+
     use super::*;
 
     fn lim() -> DfaLimits {

@@ -152,12 +152,13 @@ impl Grammar {
         &self.dfas[id as usize]
     }
 
-    /// String-content flags of a lexer DFA state.
-    pub(crate) fn universal_flags(&self, dfa: DfaId, state: u32) -> UniversalFlags {
+    /// String-content flags of a lexer DFA state for content of `level` (see
+    /// [`crate::dfa::CONTENT_LEVELS`]).
+    pub(crate) fn universal_flags(&self, dfa: DfaId, state: u32, level: u8) -> UniversalFlags {
         let f = self.dfas[dfa as usize].string_flags(state);
         UniversalFlags {
-            live_all: f & crate::dfa::UNIVERSAL != 0,
-            free: f & crate::dfa::FREE != 0,
+            live_all: f.live > level,
+            free: f.free > level,
         }
     }
 

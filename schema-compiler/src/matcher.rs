@@ -24,7 +24,10 @@
 use std::sync::Arc;
 
 use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
-use crate::dfa::DEAD;
+use crate::dfa::{CONTENT_LEVELS, DEAD};
+
+/// The first level of string content that holds every unescaped character.
+const PLAIN_LEVEL: u8 = 3;
 use crate::grammar::Grammar;
 use crate::ir::NodeId;
 use crate::options::{KeyEscapes, Whitespace};
@@ -459,6 +462,48 @@ fn escape_outcomes(
     (found, count)
 }
 
+/// Remembers [`escape_outcomes`]: a trie walk asks for the same unfinished escapes (`\\`,
+/// `\\u`, `\\u00`, ...) from the same DFA states at many nodes, and each answer follows
+/// every code point the escape can still produce through every DFA.
+#[derive(Debug, Clone, Default)]
+struct EscapeMemo {
+    map: rustc_hash::FxHashMap<Box<[u32]>, Outcomes>,
+    key: Vec<u32>,
+}
+
+/// Flattened tuples of DFA states and how many there are (see [`escape_outcomes`]).
+type Outcomes = (Arc<[u32]>, usize);
+
+/// Entries kept by [`EscapeMemo`] before it starts over.
+const ESCAPE_MEMO_MAX: usize = 4096;
+
+impl EscapeMemo {
+    fn outcomes(
+        &mut self,
+        g: &Grammar,
+        core: &Core,
+        needed_only: bool,
+        dfas: &[DfaId],
+        start: &[u32],
+    ) -> Outcomes {
+        self.key.clear();
+        self.key
+            .extend([core.esc as u32, core.uval, needed_only as u32]);
+        self.key.extend_from_slice(dfas);
+        self.key.extend_from_slice(start);
+        if let Some((o, c)) = self.map.get(self.key.as_slice()) {
+            return (o.clone(), *c);
+        }
+        let (o, c) = escape_outcomes(g, core, needed_only, dfas, start);
+        let o: Arc<[u32]> = o.into();
+        if self.map.len() >= ESCAPE_MEMO_MAX {
+            self.map.clear();
+        }
+        self.map.insert(self.key.as_slice().into(), (o.clone(), c));
+        (o, c)
+    }
+}
+
 /// Feeds decoded bytes to the UTF-8 syntax DFA and the code-point count.
 fn feed_core(g: &Grammar, core: &mut Core, out: &[u8]) -> bool {
     let utf8 = g.dfa(g.utf8);
@@ -561,6 +606,7 @@ struct State {
     journal: Vec<Undo>,
     marks: Vec<u32>,
     lw: LexWalk,
+    escapes: EscapeMemo,
 }
 
 fn fnv(h: u64, b: u8) -> u64 {
@@ -1304,7 +1350,9 @@ impl State {
             }
         }
         let needed_only = needed_only(g, lex.kind == LexKind::Key);
-        let (outcomes, count) = escape_outcomes(g, &lex.core, needed_only, &dfas, &states);
+        let (outcomes, count) = self
+            .escapes
+            .outcomes(g, &lex.core, needed_only, &dfas, &states);
         let k = dfas.len();
         let mut after = *lex;
         after.core.esc = 0;
@@ -1725,7 +1773,7 @@ impl State {
         let k = self.lw.idx.len();
         let base = self.lw.states.len() - k;
         let needed_only = needed_only(g, !self.lw.is_str);
-        let (outcomes, count) = escape_outcomes(
+        let (outcomes, count) = self.escapes.outcomes(
             g,
             core,
             needed_only,
@@ -2314,11 +2362,16 @@ mod smallstack {
 /// A lexeme the mask kernel can split the vocabulary on (see [`Matcher::split`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LexemeSplit {
-    /// Inside a string that accepts any content: tokens without `"` are allowed exactly when
-    /// they are JSON string content of at most `budget` code points (`None`: unbounded).
+    /// Inside a string that accepts any content of a level (see
+    /// [`crate::dfa::CONTENT_LEVELS`]): tokens without `"` spelled in that level are allowed
+    /// exactly when they are JSON string content of at most `budget` code points (`None`:
+    /// unbounded). Below the top level the other tokens without `"` depend only on the lexeme
+    /// state written into the key, as for [`LexemeSplit::Walk`].
     StringContent {
         /// Code points still allowed.
         budget: Option<u32>,
+        /// The level of content every token spelled in it keeps the string viable.
+        level: u8,
         /// When the state after the closing quote does not depend on the content before it:
         /// the range of code points that content may have for the string to close validly.
         close: Option<(u32, u32)>,
@@ -2336,9 +2389,10 @@ pub enum LexemeSplit {
 type UniversalBudget = (Option<u32>, Option<(u32, u32)>);
 
 impl Matcher {
-    /// Whether every string content keeps the current string or key viable: the code-point
-    /// budget and, for strings, the closing range (see [`LexemeSplit::StringContent`]).
-    fn universal_budget(&self) -> Option<UniversalBudget> {
+    /// Whether every string content of `level` (see [`crate::dfa::CONTENT_LEVELS`]) keeps the
+    /// current string or key viable: the code-point budget and, for strings, the closing range
+    /// (see [`LexemeSplit::StringContent`]). Keys are only looked at for the top level.
+    fn universal_budget(&self, level: u8) -> Option<UniversalBudget> {
         let st = &self.st;
         let g = &*self.g;
         if st.lex.core.esc != 0 || !g.dfa(g.utf8).is_final(st.lex.core.syn) {
@@ -2366,7 +2420,7 @@ impl Matcher {
                     }
                     live += 1;
                     let lexer = &g.lexers[o.lexer as usize];
-                    let flags = g.universal_flags(lexer.dfa, o.state);
+                    let flags = g.universal_flags(lexer.dfa, o.state, level);
                     all_free &= flags.free;
                     lo = lo.max(lexer.min_len.saturating_sub(count));
                     if let Some(m) = lexer.max_len {
@@ -2395,12 +2449,14 @@ impl Matcher {
                     budget = self.formula_budget(st.top(), &narrow, &mut limited)?;
                 }
                 // With value hashing the content matters after the quote (`uniqueItems`).
+                // Tokens that close the string are spelled with any unescaped character.
                 let close = (!g.needs_hash
+                    && level >= PLAIN_LEVEL
                     && (live == 0 || (f.slot_mode == Mode::All && all_free)))
                     .then(|| (clamp(lo), clamp(hi)));
                 Some((budget.map(clamp), close))
             }
-            LexKind::Key => {
+            LexKind::Key if level + 1 == CONTENT_LEVELS => {
                 if f.mode == Mode::Free {
                     return Some((None, None));
                 }
@@ -2477,13 +2533,32 @@ impl Matcher {
         if !self.in_string() {
             return None;
         }
-        if let Some((budget, close)) = self.universal_budget() {
+        let top = CONTENT_LEVELS - 1;
+        let found = (0..CONTENT_LEVELS)
+            .rev()
+            .find_map(|level| Some((level, self.universal_budget(level)?)));
+        if let Some((level, (budget, close))) = found {
             if self.st.lex.kind == LexKind::Key && self.g.options.key_escapes == KeyEscapes::Needed
             {
                 return Some(LexemeSplit::KeyContent);
             }
-            return Some(LexemeSplit::StringContent { budget, close });
+            if level < top {
+                key.push(level as u32);
+                self.lexeme_key(key);
+            }
+            return Some(LexemeSplit::StringContent {
+                budget,
+                level,
+                close,
+            });
         }
+        key.push(CONTENT_LEVELS as u32);
+        self.lexeme_key(key);
+        Some(LexemeSplit::Walk)
+    }
+
+    /// Writes the key of the lexeme state: equal keys accept the same tokens without `"`.
+    fn lexeme_key(&self, key: &mut Vec<u32>) {
         let st = &self.st;
         let l = &st.lex;
         key.extend([l.kind as u32, l.core.esc as u32, l.core.uval, l.core.syn]);
@@ -2503,7 +2578,6 @@ impl Matcher {
         } else {
             self.frame_key(t, key);
         }
-        Some(LexemeSplit::Walk)
     }
 
     /// Writes the state of frame `t`: header, obligations and leaves, indices made relative.

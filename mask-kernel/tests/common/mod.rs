@@ -11,7 +11,9 @@
 
 use std::sync::Arc;
 
-use mask_kernel::{FixedBitSet, Inside, Kernel, MaskCache, Recognizer, Session, Split};
+use mask_kernel::{
+    CONTENT_LEVELS, FixedBitSet, Inside, Kernel, MaskCache, Recognizer, Session, Split,
+};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
 /// Which lexeme fast path the recognizer offers inside a string.
@@ -25,16 +27,31 @@ pub enum SplitMode {
     ContentClose,
     /// `Inside::Walk`, keyed by the lexeme state.
     Walk,
+    /// `Inside::StringContent` at a level below the top (only for free content): the tokens
+    /// spelled in it precomputed, the others walked.
+    Level(u8),
 }
 
 impl SplitMode {
     /// Every mode.
-    pub const ALL: [SplitMode; 4] = [
+    pub const ALL: [SplitMode; 8] = [
         SplitMode::Off,
         SplitMode::Content,
         SplitMode::ContentClose,
         SplitMode::Walk,
+        SplitMode::Level(0),
+        SplitMode::Level(1),
+        SplitMode::Level(2),
+        SplitMode::Level(3),
     ];
+
+    /// Whether the mode claims every content is allowed.
+    pub fn needs_free_content(self) -> bool {
+        matches!(
+            self,
+            SplitMode::Content | SplitMode::ContentClose | SplitMode::Level(_)
+        )
+    }
 }
 
 /// The language's parameters.
@@ -78,9 +95,7 @@ impl Knobs {
         let mut out = Vec::new();
         for key in [false, true] {
             for split in SplitMode::ALL {
-                if lang.letters_only
-                    && matches!(split, SplitMode::Content | SplitMode::ContentClose)
-                {
+                if lang.letters_only && split.needs_free_content() {
                     continue;
                 }
                 out.push(Knobs { key, split });
@@ -160,8 +175,7 @@ impl StrList {
     /// At the start of a document.
     pub fn new(lang: Lang, knobs: Knobs) -> StrList {
         assert!(
-            !(lang.letters_only
-                && matches!(knobs.split, SplitMode::Content | SplitMode::ContentClose)),
+            !(lang.letters_only && knobs.split.needs_free_content()),
             "content splits need free content"
         );
         StrList {
@@ -375,10 +389,18 @@ impl Recognizer for StrList {
             });
             return Some(Split {
                 boundary: b'"',
-                inside: Inside::StringContent { budget },
+                inside: Inside::StringContent {
+                    budget,
+                    level: CONTENT_LEVELS - 1,
+                },
                 close,
             });
         }
+        let level = match self.knobs.split {
+            SplitMode::Level(level) if l.boundary() => Some(level),
+            _ => None,
+        };
+        key.push(level.map_or(u32::MAX, u32::from));
         key.extend([
             l.esc as u32,
             l.uval as u32,
@@ -390,7 +412,10 @@ impl Recognizer for StrList {
         ]);
         Some(Split {
             boundary: b'"',
-            inside: Inside::Walk,
+            inside: match level {
+                Some(level) => Inside::StringContent { budget, level },
+                None => Inside::Walk,
+            },
             close: None,
         })
     }
