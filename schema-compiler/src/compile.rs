@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::dfa::{DEAD, Dfa, DfaError, DfaLimits};
+use crate::dfa::{CONTENT_LEVELS, DEAD, Dfa, DfaError, DfaLimits, LazyFlags};
 use crate::error::CompileError;
 use crate::ir::{Bound, Lowering, Node, NodeId, Schema, TypeSet};
 use crate::options::Options;
@@ -217,9 +217,9 @@ pub struct ObjSpec {
     pub reach: Vec<u64>,
     /// Words per state in `reach`.
     pub reach_words: usize,
-    /// Per key-DFA state index: every continuation of the key keeps a non-literal key
-    /// acceptable (so any string content is allowed inside the key).
-    pub key_universal: Vec<bool>,
+    /// Per key-DFA state, computed on first use: the content levels that keep a non-literal
+    /// key acceptable (see [`ObjSpec::key_levels`]).
+    pub(crate) key_flags: LazyFlags,
 }
 
 impl ObjSpec {
@@ -228,6 +228,25 @@ impl ObjSpec {
         set.first()
             .copied()
             .filter(|&i| (i as usize) < self.lits.len())
+    }
+
+    /// One past the highest content level (see [`CONTENT_LEVELS`]) every content of which,
+    /// read from key-DFA state `state`, keeps a non-literal key acceptable: such content is
+    /// allowed inside the key whatever it is (0: none). `dfa` is the spec's key DFA.
+    pub fn key_levels(&self, dfa: &Dfa, state: u32) -> u8 {
+        let nlit = self.lits.len();
+        let nonlit = |st: u32| {
+            let i = dfa.index(st) * self.reach_words + nlit / 64;
+            self.reach[i] & (1 << (nlit % 64)) != 0
+        };
+        dfa.content_flags(&self.key_flags, state, nonlit, false)
+            .live
+    }
+
+    /// Whether every continuation of the key from `state` keeps a non-literal key acceptable
+    /// (so any string content is allowed inside the key).
+    pub fn key_universal(&self, dfa: &Dfa, state: u32) -> bool {
+        self.key_levels(dfa, state) == CONTENT_LEVELS
     }
 }
 
@@ -1369,17 +1388,6 @@ impl<'o> Builder<'o> {
             .iter()
             .map(|(n, ds)| (lit_id(n), ds.iter().map(|d| lit_id(d)).collect()))
             .collect();
-        let nonlit_bit = |st: u32| {
-            let i = key_dfa.index(st);
-            reach[i * words + nlit / 64] & (1 << (nlit % 64)) != 0
-        };
-        let key_universal = if key_dfa.num_states() <= 20_000 {
-            key_dfa
-                .universality(|st| st != DEAD && nonlit_bit(st), |_| true)
-                .0
-        } else {
-            vec![false; key_dfa.num_states()]
-        };
         let key_id = self.add_dfa(key_dfa, &loc)?;
         for m in lit_member.iter().chain(set_member.iter()).flatten() {
             self.pending.push(*m);
@@ -1395,7 +1403,7 @@ impl<'o> Builder<'o> {
             dependent_required,
             reach,
             reach_words: words,
-            key_universal,
+            key_flags: LazyFlags::default(),
         };
         self.obj_specs.push(spec);
         let id = self.obj_specs.len() as u32 - 1;

@@ -120,7 +120,13 @@ const KNOWN: u8 = 0x80;
 /// Per-state flags filled in on first use, shareable between threads (a DFA lives in a grammar
 /// many sessions use at once). A clone starts empty.
 #[derive(Default)]
-struct LazyFlags(OnceLock<Box<[AtomicU8]>>);
+pub(crate) struct LazyFlags(OnceLock<Box<[AtomicU8]>>);
+
+impl std::fmt::Debug for LazyFlags {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LazyFlags")
+    }
+}
 
 impl Clone for LazyFlags {
     fn clone(&self) -> Self {
@@ -710,11 +716,23 @@ impl Dfa {
     /// state that stops at the first dead one, so a state some character kills (most states of
     /// a format or a pattern) costs a few steps, not a pass over the whole DFA.
     pub fn string_flags(&self, state: u32) -> ContentFlags {
-        if state == DEAD {
+        self.content_flags(&self.univ, state, |_| true, true)
+    }
+
+    /// [`Dfa::string_flags`] with another notion of live (a state must also pass `alive`),
+    /// kept in `table` (which must only ever be used with this DFA and the same `alive`). With
+    /// `want_free` false only `live` is computed.
+    pub(crate) fn content_flags(
+        &self,
+        table: &LazyFlags,
+        state: u32,
+        alive: impl Fn(u32) -> bool,
+        want_free: bool,
+    ) -> ContentFlags {
+        if state == DEAD || !alive(state) {
             return ContentFlags::default();
         }
-        let table = self
-            .univ
+        let table = table
             .0
             .get_or_init(|| (0..self.num_states()).map(|_| AtomicU8::new(0)).collect());
         let slot = &table[self.index(state)];
@@ -727,9 +745,13 @@ impl Dfa {
         }
         let mut flags = ContentFlags::default();
         for level in (0..CONTENT_LEVELS).rev() {
-            let (live, free) = self.search_string_flags(state, level, flags.live == 0);
-            if live && flags.live == 0 {
+            let need_live = flags.live == 0;
+            let (live, free) = self.search_string_flags(state, level, need_live, &alive);
+            if live && need_live {
                 flags.live = level + 1;
+                if !want_free {
+                    break;
+                }
             }
             if free {
                 flags.free = level + 1;
@@ -742,7 +764,13 @@ impl Dfa {
 
     /// Whether every content of `level` keeps `state` live, and whether also accepting
     /// (only looked for when `need_live` is false or the state is universal).
-    fn search_string_flags(&self, state: u32, level: u8, need_live: bool) -> (bool, bool) {
+    fn search_string_flags(
+        &self,
+        state: u32,
+        level: u8,
+        need_live: bool,
+        alive: impl Fn(u32) -> bool,
+    ) -> (bool, bool) {
         let u = utf8_universe();
         let mut reps = Vec::new();
         let mut joint = HashMap::default();
@@ -768,7 +796,7 @@ impl Dfa {
                     continue;
                 }
                 let sn = self.next(s, b);
-                if sn == DEAD {
+                if sn == DEAD || !alive(sn) {
                     return (false, false);
                 }
                 if free && u.is_final(un) && !self.is_final(sn) {
@@ -786,72 +814,6 @@ impl Dfa {
             }
         }
         (true, free)
-    }
-
-    /// Per state index: (every UTF-8 continuation keeps `alive`, and also `accepting` at
-    /// character boundaries).
-    pub fn universality(
-        &self,
-        alive: impl Fn(u32) -> bool,
-        accepting: impl Fn(u32) -> bool,
-    ) -> (Vec<bool>, Vec<bool>) {
-        let u = utf8_universe();
-        let n = self.num_states();
-        let m = u.num_states();
-        // Joint classes.
-        let mut joint: HashMap<(u8, u8), usize> = HashMap::default();
-        let mut reps = Vec::new();
-        for b in 0..=255u8 {
-            let key = (self.classes[b as usize], u.classes[b as usize]);
-            joint.entry(key).or_insert_with(|| {
-                reps.push(b);
-                reps.len() - 1
-            });
-        }
-        let pair = |si: usize, ui: usize| si * m + ui;
-        let mut bad_live = vec![false; n * m];
-        let mut bad_free = vec![false; n * m];
-        let mut rev: Vec<Vec<u32>> = vec![Vec::new(); n * m];
-        for si in 0..n {
-            let s = si as u32 * self.stride;
-            let a = alive(s);
-            let acc = accepting(s);
-            for ui in 1..m {
-                let us = ui as u32 * u.stride;
-                let p = pair(si, ui);
-                bad_live[p] = !a;
-                bad_free[p] = !a || (u.is_final(us) && !acc);
-                for &b in &reps {
-                    let un = u.next(us, b);
-                    if un == DEAD {
-                        continue;
-                    }
-                    let sn = self.next(s, b);
-                    rev[pair(self.index(sn), u.index(un))].push(p as u32);
-                }
-            }
-        }
-        let close = |bad: &mut Vec<bool>| {
-            let mut stack: Vec<usize> = (0..bad.len()).filter(|&p| bad[p]).collect();
-            while let Some(p) = stack.pop() {
-                for &q in &rev[p] {
-                    if !bad[q as usize] {
-                        bad[q as usize] = true;
-                        stack.push(q as usize);
-                    }
-                }
-            }
-        };
-        close(&mut bad_live);
-        close(&mut bad_free);
-        let us = u.index(u.start);
-        let live = (0..n)
-            .map(|si| si != 0 && !bad_live[pair(si, us)])
-            .collect();
-        let free = (0..n)
-            .map(|si| si != 0 && !bad_free[pair(si, us)])
-            .collect();
-        (live, free)
     }
 
     /// A byte that starts a shortest path from `state` to acceptance (printable ASCII

@@ -35,6 +35,9 @@ use crate::text::decimal::Decimal;
 
 const NONE: u32 = u32::MAX;
 
+/// Set in [`Frame::newlines`] after a `\r` that must be followed by `\n`.
+const CR_PENDING: u8 = 0x80;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum FrameKind {
     #[default]
@@ -738,7 +741,7 @@ impl Matcher {
         }
         let doc = &st.frames[0];
         match doc.phase {
-            Phase::DocEnd => doc.root_ok,
+            Phase::DocEnd => doc.root_ok && doc.newlines & CR_PENDING == 0,
             Phase::DocValue => {
                 if !matches!(st.lex.kind, LexKind::Num | LexKind::Lit) {
                     return false;
@@ -912,17 +915,23 @@ impl State {
                 max_newlines,
                 max_spaces,
             } => {
-                if b == b'\n' {
-                    if f.newlines >= max_newlines {
-                        return false;
+                let breaks = f.newlines & !CR_PENDING;
+                let pending = f.newlines & CR_PENDING != 0;
+                match b {
+                    // A line break is `\n` or `\r\n`: a bare `\r` is not one, nor a space.
+                    b'\n' if pending => f.newlines = breaks + 1,
+                    _ if pending => return false,
+                    b'\n' | b'\r' if breaks >= max_newlines.min(!CR_PENDING) => return false,
+                    b'\n' => {
+                        f.newlines = breaks + 1;
+                        f.spaces = 0;
                     }
-                    f.newlines += 1;
-                    f.spaces = 0;
-                } else {
-                    if f.spaces >= max_spaces {
-                        return false;
+                    b'\r' => {
+                        f.newlines = breaks | CR_PENDING;
+                        f.spaces = 0;
                     }
-                    f.spaces += 1;
+                    _ if f.spaces >= max_spaces => return false,
+                    _ => f.spaces += 1,
                 }
             }
             Whitespace::Unbounded => return true,
@@ -937,6 +946,9 @@ impl State {
         }
         let t = self.top();
         let mut f = self.frames[t];
+        if f.newlines & CR_PENDING != 0 {
+            return false;
+        }
         if f.newlines != 0 || f.spaces != 0 {
             f.newlines = 0;
             f.spaces = 0;
@@ -1305,8 +1317,7 @@ impl State {
                 let spec = &g.obj_specs[s as usize];
                 let dfa = g.dfa(spec.key_dfa);
                 leaf.key_state = dfa.run(leaf.key_state, &out[..n]);
-                universal &=
-                    leaf.key_state != DEAD && spec.key_universal[dfa.index(leaf.key_state)];
+                universal &= spec.key_universal(dfa, leaf.key_state);
                 self.set_leaf(li as usize, leaf);
             }
             // Keys that stay universal cannot change the frame's viability.
@@ -1374,9 +1385,8 @@ impl State {
                 for (j, &li) in idx.iter().enumerate() {
                     let mut leaf = self.leaves[li as usize];
                     leaf.key_state = tuple[j];
-                    universal &= tuple[j] != DEAD
-                        && g.obj_specs[specs[j] as usize].key_universal
-                            [g.dfa(dfas[j]).index(tuple[j])];
+                    universal &=
+                        g.obj_specs[specs[j] as usize].key_universal(g.dfa(dfas[j]), tuple[j]);
                     self.set_leaf(li as usize, leaf);
                 }
                 universal || self.frame_viable(g, t)
@@ -1801,7 +1811,7 @@ impl State {
             return false;
         };
         let spec = &g.obj_specs[s as usize];
-        spec.key_universal[g.dfa(spec.key_dfa).index(state)]
+        spec.key_universal(g.dfa(spec.key_dfa), state)
     }
 
     /// `slot_viable` over the walker's top states.
@@ -2391,7 +2401,7 @@ type UniversalBudget = (Option<u32>, Option<(u32, u32)>);
 impl Matcher {
     /// Whether every string content of `level` (see [`crate::dfa::CONTENT_LEVELS`]) keeps the
     /// current string or key viable: the code-point budget and, for strings, the closing range
-    /// (see [`LexemeSplit::StringContent`]). Keys are only looked at for the top level.
+    /// (see [`LexemeSplit::StringContent`]).
     fn universal_budget(&self, level: u8) -> Option<UniversalBudget> {
         let st = &self.st;
         let g = &*self.g;
@@ -2456,7 +2466,7 @@ impl Matcher {
                     .then(|| (clamp(lo), clamp(hi)));
                 Some((budget.map(clamp), close))
             }
-            LexKind::Key if level + 1 == CONTENT_LEVELS => {
+            LexKind::Key => {
                 if f.mode == Mode::Free {
                     return Some((None, None));
                 }
@@ -2467,9 +2477,7 @@ impl Matcher {
                         return false;
                     };
                     let spec = &g.obj_specs[s as usize];
-                    leaf.alive
-                        && (leaf.key_state == DEAD
-                            || !spec.key_universal[g.dfa(spec.key_dfa).index(leaf.key_state)])
+                    leaf.alive && spec.key_levels(g.dfa(spec.key_dfa), leaf.key_state) <= level
                 };
                 if !(f.leaf_start..f.leaf_end).any(narrow) {
                     return Some((None, None));
@@ -2538,7 +2546,9 @@ impl Matcher {
             .rev()
             .find_map(|level| Some((level, self.universal_budget(level)?)));
         if let Some((level, (budget, close))) = found {
-            if self.st.lex.kind == LexKind::Key && self.g.options.key_escapes == KeyEscapes::Needed
+            if level == top
+                && self.st.lex.kind == LexKind::Key
+                && self.g.options.key_escapes == KeyEscapes::Needed
             {
                 return Some(LexemeSplit::KeyContent);
             }
@@ -2942,6 +2952,22 @@ mod tests {
     use super::*;
     use crate::Options;
     use serde_json::json;
+
+    #[test]
+    fn a_carriage_return_only_starts_a_line_break() {
+        let g = Arc::new(Grammar::compile(&json!({}), &Options::generation()).unwrap());
+        let push = |text: &[u8]| {
+            let mut m = Matcher::new(g.clone());
+            (m.push_bytes(text), m.is_accepting())
+        };
+        assert_eq!(push(b"[\r\n1]"), (Ok(()), true));
+        assert_eq!(push(b"[\r\n  1,\r\n  2\r\n]\r\n"), (Ok(()), true));
+        assert_eq!(push(b"[\r 1]"), (Err(2), false), "a bare \\r is no space");
+        assert_eq!(push(b"[\r1]"), (Err(2), false));
+        assert_eq!(push(b"[\r\r"), (Err(2), false));
+        assert_eq!(push(b"[\n\r\n"), (Err(2), false), "one line break per run");
+        assert_eq!(push(b"[1]\r"), (Ok(()), false), "\\n must follow");
+    }
 
     fn complete(schema: serde_json::Value, prefix: &str) -> String {
         let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
