@@ -90,7 +90,7 @@ pub(crate) fn lexeme_split(matcher: &Matcher, key: &mut Vec<u32>) -> Option<Spli
 #[cfg(test)]
 mod tests {
     /// The schema compiler decides which level of content a string takes, the kernel which
-    /// tokens spell each level: both must mean the same bytes.
+    /// tokens spell each level: both must mean the same characters.
     #[test]
     fn the_compiler_and_the_kernel_agree_on_content_levels() {
         assert_eq!(
@@ -98,11 +98,11 @@ mod tests {
             schema_compiler::dfa::CONTENT_LEVELS
         );
         for level in 0..mask_kernel::CONTENT_LEVELS {
-            for b in 0..=255u8 {
+            for c in char::MIN..=char::MAX {
                 assert_eq!(
-                    mask_kernel::content_level_allows(level, b),
-                    schema_compiler::dfa::content_level_allows(level, b),
-                    "level {level}, byte {b:#04x}"
+                    mask_kernel::content_level_allows(level, c),
+                    schema_compiler::dfa::content_level_allows(level, c),
+                    "level {level}, character {c:?}"
                 );
             }
         }

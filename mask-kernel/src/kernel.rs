@@ -38,24 +38,62 @@ pub struct Kernel {
     eos: Vec<TokenId>,
 }
 
-/// Levels of JSON string content, each a set of bytes that contains the ones before it:
-/// 0 ASCII letters and digits; 1 also every non-ASCII character; 2 also the space; 3 every
-/// character a string may hold unescaped (no control character, `"` or `\\`); 4 everything
-/// (escapes included). The kernel precomputes, per level, the tokens spelled in it, so a
-/// string whose grammar takes every content of some level is masked without walking them.
-pub const CONTENT_LEVELS: u8 = 5;
+/// Levels of JSON string content, each a set of characters that contains the ones before it:
+/// 0 ASCII letters and digits; 1 also every non-ASCII character but the white space and line
+/// terminators of ECMAScript (see [`is_unicode_space`]); 2 also the space; 3 every character a
+/// string may hold unescaped (no control character, `"` or `\\`) but those; 4 every character a
+/// string may hold unescaped; 5 everything (escapes included). The kernel precomputes, per
+/// level, the tokens spelled in it, so a string whose grammar takes every content of some level
+/// is masked without walking them.
+pub const CONTENT_LEVELS: u8 = 6;
 
-/// Whether `byte` may spell content of `level` (see [`CONTENT_LEVELS`]; the bytes of
-/// non-ASCII characters all may from level 1 on, UTF-8 itself is checked apart).
-pub fn content_level_allows(level: u8, byte: u8) -> bool {
-    let alnum = byte.is_ascii_alphanumeric();
+/// Whether `c` is a non-ASCII character ECMAScript counts as white space or as a line
+/// terminator (what patterns with `\s` or `.` tell apart beyond ASCII).
+pub fn is_unicode_space(c: char) -> bool {
+    matches!(
+        c,
+        '\u{a0}' | '\u{1680}' | '\u{2000}'
+            ..='\u{200a}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{202f}'
+                | '\u{205f}'
+                | '\u{3000}'
+                | '\u{feff}'
+    )
+}
+
+/// Whether `c` may spell content of `level` (see [`CONTENT_LEVELS`]).
+pub fn content_level_allows(level: u8, c: char) -> bool {
+    let alnum = c.is_ascii_alphanumeric();
+    let other = !c.is_ascii() && !is_unicode_space(c);
+    let plain = c >= ' ' && c != '"' && c != '\\';
     match level {
         0 => alnum,
-        1 => alnum || !byte.is_ascii(),
-        2 => alnum || !byte.is_ascii() || byte == b' ',
-        3 => !byte.is_ascii_control() && byte != b'"' && byte != b'\\' || byte == 0x7f,
+        1 => alnum || other,
+        2 => alnum || other || c == ' ',
+        3 => plain && !is_unicode_space(c),
+        4 => plain,
         _ => true,
     }
+}
+
+/// Whether the bytes of a string-content token spell content of `level` below the top: its
+/// characters are all of the level, and so is any character it stops inside (below level 1 it
+/// may stop inside none; from level 1 on, every unfinished character can finish as one of the
+/// level, as the spaces left out are single code points among many with the same lead bytes).
+fn spelled_in(level: u8, bytes: &[u8]) -> bool {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) if e.error_len().is_none() && level >= 1 => {
+            match std::str::from_utf8(&bytes[..e.valid_up_to()]) {
+                Ok(text) => text,
+                Err(_) => return false,
+            }
+        }
+        Err(_) => return false,
+    };
+    text.chars().all(|c| content_level_allows(level, c))
 }
 
 /// Cumulative sets of `tokens` (code points, id) by budget: entry `r` holds those of at most
@@ -133,12 +171,9 @@ impl Kernel {
         let mut by_level = Vec::with_capacity(CONTENT_LEVELS as usize - 1);
         let mut outside = Vec::with_capacity(CONTENT_LEVELS as usize - 1);
         for level in 0..CONTENT_LEVELS - 1 {
-            let (inside, out): (Vec<_>, Vec<_>) = lens.iter().partition(|&&(_, id)| {
-                vocab
-                    .bytes(id)
-                    .iter()
-                    .all(|&b| content_level_allows(level, b))
-            });
+            let (inside, out): (Vec<_>, Vec<_>) = lens
+                .iter()
+                .partition(|&&(_, id)| spelled_in(level, vocab.bytes(id)));
             by_level.push(by_budget(inside, n));
             outside.push(AnyIndex::build(
                 kind,

@@ -11,12 +11,12 @@
 //!    [`MaskCache`] (bounded in bytes, real LRU, hit/miss counters).
 //! 2. On a miss, inside a string the vocabulary is split: tokens without `"` cannot leave the
 //!    string, so they depend on the string's lexer state alone. When the string takes every
-//!    content of some [level](CONTENT_LEVELS) (any text; or, say, letters, digits and
-//!    non-ASCII characters for a pattern like `[^\s/]+`) the tokens spelled in that level are a
-//!    precomputed set (by code-point budget, for `maxLength`), and only the others are walked,
-//!    in a trie of their own, with the recognizer in lexeme-only mode; the walk is cached by
-//!    lexer state. Only the tokens containing `"` (about 1% of a vocabulary) are then walked
-//!    with the full recognizer.
+//!    content of some [level](CONTENT_LEVELS) (any text; any unescaped text but line breaks
+//!    for `.*`; or, say, letters, digits and non-ASCII characters for a pattern like
+//!    `[^\s/]+`) the tokens spelled in that level are a precomputed set (by code-point budget,
+//!    for `maxLength`), and only the others are walked, in a trie of their own, with the
+//!    recognizer in lexeme-only mode; the walk is cached by lexer state. Only the tokens
+//!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer.
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
 //!    subtree.
 //! 4. End of sequence is allowed exactly when the text is a complete document; special tokens
@@ -78,7 +78,7 @@ pub use apply::apply;
 pub use cache::{CacheStats, MaskCache};
 pub use error::MaskError;
 pub use fixedbitset::FixedBitSet;
-pub use kernel::{CONTENT_LEVELS, Kernel, content_level_allows};
+pub use kernel::{CONTENT_LEVELS, Kernel, content_level_allows, is_unicode_space};
 pub use recognizer::{Inside, Recognizer, Split};
 pub use session::{MaskStats, Session};
 pub use string_content::{key_content, string_content};

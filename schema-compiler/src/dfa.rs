@@ -81,22 +81,89 @@ pub struct Dfa {
     toward: OnceLock<Box<[Option<u8>]>>,
 }
 
-/// Levels of JSON string content, each a set of bytes that contains the ones before it:
-/// 0 ASCII letters and digits; 1 also every non-ASCII character; 2 also the space; 3 every
-/// character a string may hold unescaped (no control character, `"` or `\\`); 4 every
-/// character, escapes included. The mask kernel precomputes the tokens spelled in each level.
-pub const CONTENT_LEVELS: u8 = 5;
+/// Levels of JSON string content, each a set of characters that contains the ones before it:
+/// 0 ASCII letters and digits; 1 also every non-ASCII character but the white space and line
+/// terminators of ECMAScript (see [`is_unicode_space`]); 2 also the space; 3 every character a
+/// string may hold unescaped (no control character, `"` or `\\`) but those; 4 every character a
+/// string may hold unescaped; 5 every character, escapes included. The mask kernel precomputes
+/// the tokens spelled in each level. The levels that leave the non-ASCII spaces out are the
+/// ones patterns with `.` or `\S` take.
+pub const CONTENT_LEVELS: u8 = 6;
 
-/// Whether `byte` may appear in content of level `level` (see [`CONTENT_LEVELS`]; bytes of
-/// non-ASCII characters are all allowed from level 1 on, UTF-8 itself is checked apart).
-pub fn content_level_allows(level: u8, byte: u8) -> bool {
+/// The lowest level (see [`CONTENT_LEVELS`]) that holds every character a string may hold
+/// unescaped.
+pub const PLAIN_LEVEL: u8 = 4;
+
+/// The non-ASCII characters ECMAScript counts as white space or as line terminators, as
+/// ranges: what `\s` matches and `.` does not beyond ASCII.
+const UNICODE_SPACES: [(char, char); 8] = [
+    ('\u{a0}', '\u{a0}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{2000}', '\u{200a}'),
+    ('\u{2028}', '\u{2029}'),
+    ('\u{202f}', '\u{202f}'),
+    ('\u{205f}', '\u{205f}'),
+    ('\u{3000}', '\u{3000}'),
+    ('\u{feff}', '\u{feff}'),
+];
+
+/// Whether `c` is a non-ASCII character ECMAScript counts as white space or as a line
+/// terminator: what `\s` matches and `.` does not beyond ASCII.
+pub fn is_unicode_space(c: char) -> bool {
+    UNICODE_SPACES.iter().any(|&(lo, hi)| lo <= c && c <= hi)
+}
+
+/// Whether `c` may appear in content of level `level` (see [`CONTENT_LEVELS`]).
+pub fn content_level_allows(level: u8, c: char) -> bool {
+    let alnum = c.is_ascii_alphanumeric();
+    let other = !c.is_ascii() && !is_unicode_space(c);
+    let plain = c >= ' ' && c != '"' && c != '\\';
     match level {
-        0 => byte.is_ascii_alphanumeric(),
-        1 => byte.is_ascii_alphanumeric() || byte >= 0x80,
-        2 => byte.is_ascii_alphanumeric() || byte >= 0x80 || byte == b' ',
-        3 => byte >= 0x20 && byte != b'"' && byte != b'\\',
+        0 => alnum,
+        1 => alnum || other,
+        2 => alnum || other || c == ' ',
+        3 => plain && !is_unicode_space(c),
+        4 => plain,
         _ => true,
     }
+}
+
+/// The DFA of every content of `level` (see [`CONTENT_LEVELS`]): UTF-8 text of the level's
+/// characters, accepting at character boundaries. Built once per process.
+pub fn level_universe(level: u8) -> &'static Dfa {
+    const N: usize = CONTENT_LEVELS as usize;
+    static LEVELS: [OnceLock<Dfa>; N] = [const { OnceLock::new() }; N];
+    if level + 1 >= CONTENT_LEVELS {
+        return utf8_universe();
+    }
+    LEVELS[level as usize].get_or_init(|| {
+        // Non-ASCII characters are all alike to the levels but for the Unicode spaces.
+        let mut ranges: Vec<(u32, u32)> = (0..0x80u8)
+            .filter(|&b| content_level_allows(level, b as char))
+            .map(|b| (b as u32, b as u32))
+            .collect();
+        if content_level_allows(level, '\u{80}') {
+            let mut lo = 0x80;
+            let spaces = if content_level_allows(level, '\u{a0}') {
+                &[][..]
+            } else {
+                &UNICODE_SPACES[..]
+            };
+            for &(a, b) in spaces {
+                if (a as u32) > lo {
+                    ranges.push((lo, a as u32 - 1));
+                }
+                lo = lo.max(b as u32 + 1);
+            }
+            ranges.push((lo, char::MAX as u32));
+        }
+        let class: String = ranges
+            .iter()
+            .map(|(lo, hi)| format!("\\x{{{lo:x}}}-\\x{{{hi:x}}}"))
+            .collect();
+        Dfa::from_regex(&format!("(?s:[{class}]*)"), DfaLimits::default())
+            .expect("a character class of the level")
+    })
 }
 
 /// How much string content a DFA state takes (see [`Dfa::string_flags`]): every content of a
@@ -771,13 +838,10 @@ impl Dfa {
         need_live: bool,
         alive: impl Fn(u32) -> bool,
     ) -> (bool, bool) {
-        let u = utf8_universe();
+        let u = level_universe(level);
         let mut reps = Vec::new();
         let mut joint = HashMap::default();
         for b in 0..=255u8 {
-            if !content_level_allows(level, b) {
-                continue;
-            }
             let key = (self.classes[b as usize], u.classes[b as usize]);
             if let Entry::Vacant(e) = joint.entry(key) {
                 e.insert(());
@@ -1045,6 +1109,22 @@ impl RawBuilder {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn each_level_universe_holds_exactly_the_characters_of_its_level() {
+        for level in 0..CONTENT_LEVELS {
+            let u = level_universe(level);
+            assert!(u.accepts(b""));
+            let mut buf = [0u8; 4];
+            for c in char::MIN..=char::MAX {
+                assert_eq!(
+                    u.accepts(c.encode_utf8(&mut buf).as_bytes()),
+                    content_level_allows(level, c),
+                    "level {level}, character {c:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn string_flags_name_the_highest_level_each_state_takes() {
         let flags = |pattern: &str, prefix: &[u8]| {
             let d = Dfa::from_regex(pattern, DfaLimits::default()).unwrap();
@@ -1053,15 +1133,36 @@ mod tests {
             (f.live, f.free)
         };
         // Any character, escapes included.
-        assert_eq!(flags("(?s:.*)", b""), (5, 5));
-        // `.` is no newline: every unescaped character, not `\n`.
-        assert_eq!(flags(".*", b""), (4, 4));
-        assert_eq!(flags(".+", b""), (4, 0), "empty content does not accept");
+        assert_eq!(flags("(?s:.*)", b""), (6, 6));
+        // No newline: every unescaped character.
+        assert_eq!(flags("[^\\n]*", b""), (5, 5));
+        assert_eq!(
+            flags("[^\\n]+", b""),
+            (5, 0),
+            "empty content does not accept"
+        );
+        // ECMAScript patterns: `.` takes no line terminator (U+2028 and U+2029 among them),
+        // `\s` holds the non-ASCII spaces the levels below 4 leave out.
+        let ecma = |pattern: &str, prefix: &[u8]| {
+            flags(
+                &crate::text::ecma::pattern_language(pattern).unwrap(),
+                prefix,
+            )
+        };
+        assert_eq!(ecma("^.*$", b""), (4, 4));
+        assert_eq!(ecma("^.+$", b""), (4, 0), "empty content does not accept");
+        assert_eq!(ecma("^method\\..+$", b"method.x"), (4, 4));
+        assert_eq!(
+            ecma("^[^\\s]+$", b"a"),
+            (2, 2),
+            "letters, digits, non-ASCII"
+        );
+        assert_eq!(ecma("^\\S+$", b"a"), (2, 2));
+        assert_eq!(ecma("^[^\\s/]+$", b"a"), (2, 2));
+        assert_eq!(ecma("^[^\\s\\u0080-\\uffff]+$", b"a"), (1, 1), "ASCII only");
         // No space, no `/`: letters, digits and non-ASCII characters only.
         assert_eq!(flags(r"[^ /]+", b"a"), (2, 2));
         assert_eq!(flags(r"[^ /]+", b""), (2, 0));
-        // Unicode `\s` holds non-ASCII spaces too.
-        assert_eq!(flags(r"[^\s/]+", b"a"), (1, 1));
         assert_eq!(flags("[a-z]+", b"a"), (0, 0), "no digits");
         assert_eq!(flags(r"\w+", b"a"), (1, 1), "ASCII letters and digits");
         assert_eq!(flags(r"\d{4}-\d{2}", b"20"), (0, 0));

@@ -24,10 +24,7 @@
 use std::sync::Arc;
 
 use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
-use crate::dfa::{CONTENT_LEVELS, DEAD};
-
-/// The first level of string content that holds every unescaped character.
-const PLAIN_LEVEL: u8 = 3;
+use crate::dfa::{CONTENT_LEVELS, DEAD, PLAIN_LEVEL};
 use crate::grammar::Grammar;
 use crate::ir::NodeId;
 use crate::options::{KeyEscapes, Whitespace};

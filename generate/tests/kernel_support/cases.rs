@@ -244,6 +244,32 @@ pub fn cases() -> Vec<Case> {
             valid: &[r#"{"x-a":"v","n12":3,"fixed":true}"#],
         },
         Case {
+            // `.` and `\S` tell the Unicode spaces apart from other non-ASCII characters.
+            name: "text patterns",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "line": {"type": "string", "pattern": "^.*$"},
+                    "word": {"type": "string", "pattern": "^\\S+$", "maxLength": 8},
+                    "tags": {
+                        "type": "object",
+                        "patternProperties": {".+": {"type": "string", "pattern": "^[^\\s]+"}},
+                        "additionalProperties": false
+                    },
+                    "headers": {
+                        "type": "object",
+                        "patternProperties": {"^method\\.response\\..+$": {"enum": ["true"]}},
+                        "additionalProperties": false
+                    }
+                },
+                "required": ["line", "word"]
+            }),
+            valid: &[
+                "{\"line\":\"a b,\u{a0}c\\u00e9\",\"word\":\"x/\u{e9}y\",\"tags\":{\"k \u{e9}\":\"v w\"},\
+                 \"headers\":{\"method.response.a b\":\"true\"}}",
+            ],
+        },
+        Case {
             name: "any value",
             schema: json!({}),
             valid: &[r#"{"a":[1,2.5e3,true,null,"x\t"],"b":{}}"#, "-0.5"],

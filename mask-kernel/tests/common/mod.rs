@@ -34,7 +34,7 @@ pub enum SplitMode {
 
 impl SplitMode {
     /// Every mode.
-    pub const ALL: [SplitMode; 8] = [
+    pub const ALL: [SplitMode; 9] = [
         SplitMode::Off,
         SplitMode::Content,
         SplitMode::ContentClose,
@@ -43,6 +43,7 @@ impl SplitMode {
         SplitMode::Level(1),
         SplitMode::Level(2),
         SplitMode::Level(3),
+        SplitMode::Level(4),
     ];
 
     /// Whether the mode claims every content is allowed.
