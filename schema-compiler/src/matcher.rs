@@ -32,9 +32,6 @@ use crate::text::decimal::Decimal;
 
 const NONE: u32 = u32::MAX;
 
-/// Set in [`Frame::newlines`] after a `\r` that must be followed by `\n`.
-const CR_PENDING: u8 = 0x80;
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum FrameKind {
     #[default]
@@ -738,7 +735,7 @@ impl Matcher {
         }
         let doc = &st.frames[0];
         match doc.phase {
-            Phase::DocEnd => doc.root_ok && doc.newlines & CR_PENDING == 0,
+            Phase::DocEnd => doc.root_ok,
             Phase::DocValue => {
                 if !matches!(st.lex.kind, LexKind::Num | LexKind::Lit) {
                     return false;
@@ -912,23 +909,17 @@ impl State {
                 max_newlines,
                 max_spaces,
             } => {
-                let breaks = f.newlines & !CR_PENDING;
-                let pending = f.newlines & CR_PENDING != 0;
-                match b {
-                    // A line break is `\n` or `\r\n`: a bare `\r` is not one, nor a space.
-                    b'\n' if pending => f.newlines = breaks + 1,
-                    _ if pending => return false,
-                    b'\n' | b'\r' if breaks >= max_newlines.min(!CR_PENDING) => return false,
-                    b'\n' => {
-                        f.newlines = breaks + 1;
-                        f.spaces = 0;
+                if b == b'\n' {
+                    if f.newlines >= max_newlines {
+                        return false;
                     }
-                    b'\r' => {
-                        f.newlines = breaks | CR_PENDING;
-                        f.spaces = 0;
+                    f.newlines += 1;
+                    f.spaces = 0;
+                } else {
+                    if f.spaces >= max_spaces {
+                        return false;
                     }
-                    _ if f.spaces >= max_spaces => return false,
-                    _ => f.spaces += 1,
+                    f.spaces += 1;
                 }
             }
             Whitespace::Unbounded => return true,
@@ -943,9 +934,6 @@ impl State {
         }
         let t = self.top();
         let mut f = self.frames[t];
-        if f.newlines & CR_PENDING != 0 {
-            return false;
-        }
         if f.newlines != 0 || f.spaces != 0 {
             f.newlines = 0;
             f.spaces = 0;
@@ -2949,22 +2937,6 @@ mod tests {
     use super::*;
     use crate::Options;
     use serde_json::json;
-
-    #[test]
-    fn a_carriage_return_only_starts_a_line_break() {
-        let g = Arc::new(Grammar::compile(&json!({}), &Options::generation()).unwrap());
-        let push = |text: &[u8]| {
-            let mut m = Matcher::new(g.clone());
-            (m.push_bytes(text), m.is_accepting())
-        };
-        assert_eq!(push(b"[\r\n1]"), (Ok(()), true));
-        assert_eq!(push(b"[\r\n  1,\r\n  2\r\n]\r\n"), (Ok(()), true));
-        assert_eq!(push(b"[\r 1]"), (Err(2), false), "a bare \\r is no space");
-        assert_eq!(push(b"[\r1]"), (Err(2), false));
-        assert_eq!(push(b"[\r\r"), (Err(2), false));
-        assert_eq!(push(b"[\n\r\n"), (Err(2), false), "one line break per run");
-        assert_eq!(push(b"[1]\r"), (Ok(()), false), "\\n must follow");
-    }
 
     fn complete(schema: serde_json::Value, prefix: &str) -> String {
         let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
