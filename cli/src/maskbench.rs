@@ -94,6 +94,7 @@ impl Timings {
 /// Replays one instance; returns Ok(true) when every token was allowed and end of sequence was
 /// allowed at the end.
 fn replay(
+    file: &str,
     kernel: &Arc<Kernel>,
     grammar: &Arc<Grammar>,
     cache: &mut MaskCache,
@@ -112,7 +113,7 @@ fn replay(
         {
             let st = r.as_ref().ok();
             eprintln!(
-                "slow mask {us:.0} µs: {} split={:?} nodes={:?} allowed={:?}",
+                "slow mask {us:.0} µs in {file}: {} split={:?} nodes={:?} allowed={:?}",
                 session.recognizer().describe(),
                 st.map(|s| s.split),
                 st.map(|s| s.nodes),
@@ -218,8 +219,15 @@ pub fn run(args: Args) -> Result<()> {
                 .map(|&i| TokenId::new(i).context("token id out of range"))
                 .collect::<Result<_>>()?;
             let before = mask_us.all.len();
-            let accepted = replay(&kernel, &grammar, &mut cache, &tokens, &mut mask_us)
-                .with_context(|| format!("replaying a test of {}", case.file))?;
+            let accepted = replay(
+                &case.file,
+                &kernel,
+                &grammar,
+                &mut cache,
+                &tokens,
+                &mut mask_us,
+            )
+            .with_context(|| format!("replaying a test of {}", case.file))?;
             counts.masks += mask_us.all.len() - before;
             match (inst.valid, accepted) {
                 (true, true) => counts.valid_accepted += 1,

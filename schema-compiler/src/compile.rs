@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::dfa::{CONTENT_LEVELS, DEAD, Dfa, DfaError, DfaLimits, LazyFlags};
+use crate::dfa::{CONTENT_LEVELS, DEAD, Dfa, DfaError, DfaLimits, LazyBudgets, LazyFlags};
 use crate::error::CompileError;
 use crate::ir::{Bound, Lowering, Node, NodeId, Schema, TypeSet};
 use crate::options::Options;
@@ -220,6 +220,9 @@ pub struct ObjSpec {
     /// Per key-DFA state, computed on first use: the content levels that keep a non-literal
     /// key acceptable (see [`ObjSpec::key_levels`]).
     pub(crate) key_flags: LazyFlags,
+    /// Per key-DFA state and level, computed on first use: exact budgets of content that keeps
+    /// a non-literal key acceptable (see [`ObjSpec::key_budget`]).
+    pub(crate) key_budgets: LazyBudgets,
 }
 
 impl ObjSpec {
@@ -241,6 +244,20 @@ impl ObjSpec {
         };
         dfa.content_flags(&self.key_flags, state, nonlit, false)
             .live
+    }
+
+    /// The exact number of code points of `level` content that keep a non-literal key
+    /// acceptable from key-DFA state `state`, where longer content leaves no allowed key at all
+    /// (see [`Dfa::string_budget`]). `dfa` is the spec's key DFA.
+    pub fn key_budget(&self, dfa: &Dfa, state: u32, level: u8) -> Option<u32> {
+        let nlit = self.lits.len();
+        let row = |st: u32| {
+            let i = dfa.index(st) * self.reach_words;
+            &self.reach[i..i + self.reach_words]
+        };
+        let nonlit = |st: u32| row(st)[nlit / 64] & (1 << (nlit % 64)) != 0;
+        let none = |st: u32| row(st).iter().all(|&w| w == 0);
+        dfa.content_budget(&self.key_budgets, state, level, nonlit, none)
     }
 
     /// Whether every continuation of the key from `state` keeps a non-literal key acceptable
@@ -474,6 +491,20 @@ impl<'o> Builder<'o> {
                 0 | 1 => a,
                 _ => self.empty,
             });
+        }
+        // Every string DFA takes UTF-8 text only (regexes are compiled in UTF-8 mode and the
+        // operations keep to their operands), so the string universe, `(?s:.*)`, is neutral
+        // for intersection and absorbing for union. This spares a product of a large format
+        // DFA (`date-time` has over 20,000 states) with it on every use.
+        let text = self.universe[Kind::String as usize];
+        if text != self.empty {
+            match op {
+                0 if a == text => return Ok(b),
+                0 if b == text => return Ok(a),
+                1 if a == text || b == text => return Ok(text),
+                2 if b == text => return Ok(self.empty),
+                _ => {}
+            }
         }
         let (x, y) = if op == 2 || a < b { (a, b) } else { (b, a) };
         if let Some(&r) = self.op_memo.get(&(op, x, y)) {
@@ -1404,6 +1435,7 @@ impl<'o> Builder<'o> {
             reach,
             reach_words: words,
             key_flags: LazyFlags::default(),
+            key_budgets: LazyBudgets::default(),
         };
         self.obj_specs.push(spec);
         let id = self.obj_specs.len() as u32 - 1;

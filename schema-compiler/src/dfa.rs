@@ -18,7 +18,7 @@
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::dfa::{Automaton, dense};
@@ -77,6 +77,9 @@ pub struct Dfa {
     /// Per state index, each computed on first use: [`ContentFlags`] (see
     /// [`Dfa::string_flags`]).
     univ: LazyFlags,
+    /// Per state index and level, each computed on first use: the exact content budget (see
+    /// [`Dfa::string_budget`]).
+    budgets: LazyBudgets,
     /// Per state index, computed on first use: a byte on a shortest path to acceptance.
     toward: OnceLock<Box<[Option<u8>]>>,
 }
@@ -184,22 +187,40 @@ const UNIVERSALITY_MAX_PAIRS: usize = 100_000;
 /// Set in a [`LazyFlags`] entry once it is computed.
 const KNOWN: u8 = 0x80;
 
-/// Per-state flags filled in on first use, shareable between threads (a DFA lives in a grammar
-/// many sessions use at once). A clone starts empty.
-#[derive(Default)]
-pub(crate) struct LazyFlags(OnceLock<Box<[AtomicU8]>>);
+/// A per-state table filled in on first use, shareable between threads (a DFA lives in a
+/// grammar many sessions use at once). A clone starts empty.
+pub(crate) struct LazyTable<T>(OnceLock<Box<[T]>>);
 
-impl std::fmt::Debug for LazyFlags {
+impl<T> Default for LazyTable<T> {
+    fn default() -> Self {
+        LazyTable(OnceLock::new())
+    }
+}
+
+impl<T> std::fmt::Debug for LazyTable<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LazyFlags")
+        f.write_str("LazyTable")
     }
 }
 
-impl Clone for LazyFlags {
+impl<T> Clone for LazyTable<T> {
     fn clone(&self) -> Self {
-        LazyFlags::default()
+        LazyTable::default()
     }
 }
+
+/// Per-state [`ContentFlags`], with [`KNOWN`] set once computed.
+pub(crate) type LazyFlags = LazyTable<AtomicU8>;
+
+/// Per-state, per-level content budgets (0: not yet known, else [`NO_BUDGET`] or the budget
+/// plus one).
+pub(crate) type LazyBudgets = LazyTable<AtomicU32>;
+
+/// Most code points [`Dfa::string_budget`] counts before it gives up.
+const BUDGET_MAX: u32 = 4096;
+
+/// A [`LazyBudgets`] entry for a state and level without an exact budget.
+const NO_BUDGET: u32 = u32::MAX;
 
 impl std::fmt::Debug for Dfa {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -627,6 +648,7 @@ impl Dfa {
             match_sets: Vec::new(),
             start: DEAD,
             univ: LazyFlags::default(),
+            budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
         }
     }
@@ -720,6 +742,7 @@ impl Dfa {
             match_sets: self.match_sets,
             start,
             univ: LazyFlags::default(),
+            budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
         }
     }
@@ -839,15 +862,7 @@ impl Dfa {
         alive: impl Fn(u32) -> bool,
     ) -> (bool, bool) {
         let u = level_universe(level);
-        let mut reps = Vec::new();
-        let mut joint = HashMap::default();
-        for b in 0..=255u8 {
-            let key = (self.classes[b as usize], u.classes[b as usize]);
-            if let Entry::Vacant(e) = joint.entry(key) {
-                e.insert(());
-                reps.push(b);
-            }
-        }
+        let reps = self.joint_reps(u);
         let mut free = self.is_final(state);
         let mut seen: rustc_hash::FxHashSet<(u32, u32)> = rustc_hash::FxHashSet::default();
         let start = (state, u.start);
@@ -878,6 +893,128 @@ impl Dfa {
             }
         }
         (true, free)
+    }
+
+    /// One byte per pair of classes of this DFA and `other`.
+    fn joint_reps(&self, other: &Dfa) -> Vec<u8> {
+        let mut reps = Vec::new();
+        let mut joint = HashMap::default();
+        for b in 0..=255u8 {
+            let key = (self.classes[b as usize], other.classes[b as usize]);
+            if let Entry::Vacant(e) = joint.entry(key) {
+                e.insert(());
+                reps.push(b);
+            }
+        }
+        reps
+    }
+
+    /// The exact number of code points of `level` content (see [`CONTENT_LEVELS`]) that
+    /// `state` takes, when there is one: every such content of at most that many code points
+    /// keeps the state live, and every longer one kills it (already at the first byte of the
+    /// character past the budget). Bounded repetitions give such budgets: after `k` characters
+    /// of `^[a-z0-9]{1,64}$`, level 0 has a budget of `64 - k`. `None` for a state that is
+    /// universal at the level (see [`Dfa::string_flags`]) or whose limit depends on the
+    /// content. Computed once per state and level.
+    pub fn string_budget(&self, state: u32, level: u8) -> Option<u32> {
+        self.content_budget(&self.budgets, state, level, |_| true, |s| s == DEAD)
+    }
+
+    /// [`Dfa::string_budget`] where content survives into states that pass `alive` and dies
+    /// into states that pass `dead` (a state may pass neither), kept in `table` (used only
+    /// with this DFA and the same predicates).
+    pub(crate) fn content_budget(
+        &self,
+        table: &LazyBudgets,
+        state: u32,
+        level: u8,
+        alive: impl Fn(u32) -> bool,
+        dead: impl Fn(u32) -> bool,
+    ) -> Option<u32> {
+        if state == DEAD || !alive(state) {
+            return None;
+        }
+        let n = CONTENT_LEVELS as usize;
+        let table = table.0.get_or_init(|| {
+            (0..self.num_states() * n)
+                .map(|_| AtomicU32::new(0))
+                .collect()
+        });
+        let slot = &table[self.index(state) * n + level.min(CONTENT_LEVELS - 1) as usize];
+        match slot.load(Ordering::Relaxed) {
+            0 => {}
+            NO_BUDGET => return None,
+            b => return Some(b - 1),
+        }
+        let found = self.search_budget(state, level, &alive, &dead);
+        slot.store(found.map_or(NO_BUDGET, |b| b + 1), Ordering::Relaxed);
+        found
+    }
+
+    /// Walks the content of `level` from `state` one character at a time, keeping the set of
+    /// states reached after `k` characters, until some character leads out of `alive`: the
+    /// budget is then `k` when every first byte of a character leads into `dead` from every
+    /// state of the set.
+    fn search_budget(
+        &self,
+        state: u32,
+        level: u8,
+        alive: impl Fn(u32) -> bool,
+        dead: impl Fn(u32) -> bool,
+    ) -> Option<u32> {
+        let u = level_universe(level);
+        let reps = self.joint_reps(u);
+        let mut layer = vec![state];
+        let mut next = Vec::new();
+        let mut in_next: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
+        let mut partial: rustc_hash::FxHashSet<(u32, u32)> = rustc_hash::FxHashSet::default();
+        let mut stack = Vec::new();
+        let mut work = 0usize;
+        for k in 0..BUDGET_MAX {
+            let mut some_die = false;
+            let mut all_die = true;
+            next.clear();
+            in_next.clear();
+            partial.clear();
+            for &s in &layer {
+                stack.push((s, u.start));
+                while let Some((s1, us)) = stack.pop() {
+                    let lead = us == u.start;
+                    for &b in &reps {
+                        let un = u.next(us, b);
+                        if un == DEAD {
+                            continue;
+                        }
+                        work += 1;
+                        if work > UNIVERSALITY_MAX_PAIRS {
+                            return None;
+                        }
+                        let sn = self.next(s1, b);
+                        let lives = sn != DEAD && alive(sn);
+                        if lead && (lives || !(sn == DEAD || dead(sn))) {
+                            all_die = false;
+                        }
+                        if !lives {
+                            some_die = true;
+                        } else if u.is_final(un) {
+                            if in_next.insert(sn) {
+                                next.push(sn);
+                            }
+                        } else if partial.insert((sn, un)) {
+                            stack.push((sn, un));
+                        }
+                    }
+                }
+            }
+            if some_die {
+                return all_die.then_some(k);
+            }
+            if next.is_empty() {
+                return None;
+            }
+            std::mem::swap(&mut layer, &mut next);
+        }
+        None
     }
 
     /// A byte that starts a shortest path from `state` to acceptance (printable ASCII
@@ -1101,6 +1238,7 @@ impl RawBuilder {
             match_sets,
             start: stride,
             univ: LazyFlags::default(),
+            budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
         })
     }
@@ -1168,6 +1306,40 @@ mod tests {
         assert_eq!(flags(r"\d{4}-\d{2}", b"20"), (0, 0));
         // A bounded repetition is universal while it has room.
         assert_eq!(flags(".{0,3}", b""), (0, 0), "four characters kill it");
+    }
+
+    #[test]
+    fn bounded_repetitions_have_exact_budgets() {
+        let budget = |pattern: &str, prefix: &[u8], level: u8| {
+            let d = Dfa::from_regex(pattern, DfaLimits::default()).unwrap();
+            d.string_budget(d.run(d.start(), prefix), level)
+        };
+        assert_eq!(budget("[0-9a-zA-Z_-]{1,255}", b"", 0), Some(255));
+        assert_eq!(budget("[0-9a-zA-Z_-]{1,255}", b"ab", 0), Some(253));
+        assert_eq!(
+            budget("[0-9a-zA-Z_-]{1,255}", b"", 1),
+            None,
+            "é kills, a lives"
+        );
+        assert_eq!(
+            budget("[0-9a-z]{0,4}", b"ab", 0),
+            None,
+            "uppercase kills, a lives"
+        );
+        assert_eq!(budget("[0-9a-zA-Z]{0,4}", b"abcd", 0), Some(0));
+        assert_eq!(budget("[0-9a-zA-Z]*", b"", 0), None, "no limit");
+        // Multi-byte characters count once; the budget holds at every level `.` takes.
+        let ecma = crate::text::ecma::pattern_language("^.{2,5}$").unwrap();
+        assert_eq!(budget(&ecma, "é".as_bytes(), 3), Some(4));
+        assert_eq!(budget(&ecma, b"", 2), Some(5));
+        assert_eq!(budget(&ecma, b"", 4), None, "U+2028 kills at once");
+        // Content past the budget must die whatever it is: here `x` opens a longer tail.
+        assert_eq!(budget("[0-9a-zA-Z]{0,3}|x[0-9a-zA-Z]*", b"", 0), None);
+        assert_eq!(
+            budget("(?:[0-9a-zA-Z]{2}){0,2}", b"", 0),
+            Some(4),
+            "live, if not accepting, up to four"
+        );
     }
 
     use super::*;

@@ -2357,10 +2357,11 @@ mod smallstack {
 /// A lexeme the mask kernel can split the vocabulary on (see [`Matcher::split`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LexemeSplit {
-    /// Inside a string that accepts any content of a level (see
-    /// [`crate::dfa::CONTENT_LEVELS`]): tokens without `"` spelled in that level are allowed
-    /// exactly when they are JSON string content of at most `budget` code points (`None`:
-    /// unbounded). Below the top level the other tokens without `"` depend only on the lexeme
+    /// Inside a string or key that accepts any content of a level (see
+    /// [`crate::dfa::CONTENT_LEVELS`]) up to a length: tokens without `"` spelled in that level
+    /// are allowed exactly when they are JSON string content of at most `budget` code points
+    /// (`None`: unbounded). The budget comes from `maxLength` or from a bounded repetition
+    /// (see [`crate::dfa::Dfa::string_budget`]). Below the top level the other tokens without `"` depend only on the lexeme
     /// state written into the key, as for [`LexemeSplit::Walk`].
     StringContent {
         /// Code points still allowed.
@@ -2424,9 +2425,12 @@ impl Matcher {
                     if o.role == Role::Contains || f.slot_mode == Mode::Free {
                         continue;
                     }
+                    let exact = || g.dfa(lexer.dfa).string_budget(o.state, level);
                     let b = match lexer.max_len {
                         None if flags.live_all => continue,
                         Some(m) if flags.free => m.saturating_sub(count),
+                        // A bounded repetition: longer content of the level fails it.
+                        None if let Some(e) = exact() => e as u64,
                         // Some content fails it: only the frame's formula can let that pass.
                         _ if f.slot_mode != Mode::All => {
                             narrow.push(i);
@@ -2469,13 +2473,38 @@ impl Matcher {
                 }
                 // Content is still free when the frame survives every such leaf dying (a
                 // closed object in one `anyOf` branch beside an open one).
-                let dead = DeadSinks {
-                    slot: &[],
-                    dead: &every,
-                    leaves: &narrow,
+                let survives = |gone: &dyn Fn(u32) -> bool| {
+                    let dead = DeadSinks {
+                        slot: &[],
+                        dead: &every,
+                        leaves: gone,
+                    };
+                    st.frame_viable_keys(g, st.top(), &dead, false)
                 };
-                st.frame_viable_keys(g, st.top(), &dead, false)
-                    .then_some((None, None))
+                if survives(&narrow) {
+                    return Some((None, None));
+                }
+                // Else each such leaf must take an exact budget (`^[a-z]{1,64}$` as property
+                // names), and the content's budget is the least room at which the frame no
+                // longer survives the leaves with that room or less dying.
+                let mut limited: Vec<(u32, u32)> = Vec::new();
+                for li in (f.leaf_start..f.leaf_end).filter(|&li| narrow(li)) {
+                    let leaf = &st.leaves[li as usize];
+                    let LeafSpec::Object(s) = leaf.spec else {
+                        return None;
+                    };
+                    let spec = &g.obj_specs[s as usize];
+                    let room = spec.key_budget(g.dfa(spec.key_dfa), leaf.key_state, level)?;
+                    limited.push((room, li));
+                }
+                limited.sort_unstable();
+                for &(room, _) in &limited {
+                    let gone = |li: u32| limited.iter().any(|&(r, l)| l == li && r <= room);
+                    if !survives(&gone) {
+                        return Some((Some(room), None));
+                    }
+                }
+                None
             }
             _ => None,
         }
@@ -2527,14 +2556,15 @@ impl Matcher {
             return None;
         }
         let top = CONTENT_LEVELS - 1;
-        let found = (0..CONTENT_LEVELS)
-            .rev()
-            .find_map(|level| Some((level, self.universal_budget(level)?)));
+        let is_key = self.st.lex.kind == LexKind::Key;
+        // Keys at the top level are spelled with the escapes they may use, a set the kernel
+        // does not count code points in.
+        let found = (0..CONTENT_LEVELS).rev().find_map(|level| {
+            let found = self.universal_budget(level)?;
+            (!(is_key && level == top && found.0.is_some())).then_some((level, found))
+        });
         if let Some((level, (budget, close))) = found {
-            if level == top
-                && self.st.lex.kind == LexKind::Key
-                && self.g.options.key_escapes == KeyEscapes::Needed
-            {
+            if level == top && is_key && self.g.options.key_escapes == KeyEscapes::Needed {
                 return Some(LexemeSplit::KeyContent);
             }
             if level < top {

@@ -270,6 +270,28 @@ pub fn cases() -> Vec<Case> {
             ],
         },
         Case {
+            // Bounded repetitions give exact budgets: names of at most six letters, digits, `_`
+            // or `-` (but a literal name may be longer), codes of two to five.
+            name: "bounded names",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "abcdefgh": {"type": "integer"},
+                    "code_list": {
+                        "type": "array",
+                        "items": {"type": "string", "pattern": "^[a-z0-9]{2,5}$"}
+                    },
+                    "label_text": {"type": "string", "pattern": "^.{0,4}$"}
+                },
+                "patternProperties": {"^[0-9a-zA-Z_-]{1,6}$": {"type": "boolean"}},
+                "additionalProperties": false
+            }),
+            valid: &[
+                r#"{"Ab_9-z":true,"abcdefgh":1,"code_list":["ab","x1y2z"],"label_text":"é b"}"#,
+                r#"{"abcdef":false,"a":true,"label_text":""}"#,
+            ],
+        },
+        Case {
             name: "any value",
             schema: json!({}),
             valid: &[r#"{"a":[1,2.5e3,true,null,"x\t"],"b":{}}"#, "-0.5"],
