@@ -1332,8 +1332,9 @@ impl<'o> Builder<'o> {
         let mut key_dfa = if res.is_empty() {
             Dfa::empty()
         } else {
-            Dfa::from_regexes(&res, self.limits())
-                .map_err(|e| self.dfa_error(e, &loc, "property names"))?
+            let d = crate::dfa::cached_regexes(&res, self.limits())
+                .map_err(|e| self.dfa_error(e, &loc, "property names"))?;
+            Dfa::clone(&d)
         };
         if let Some(pn) = s.property_names {
             let pl = self.lang(pn, Kind::String)?;

@@ -1085,14 +1085,26 @@ const CACHE_MAX_STATES: usize = 4_000_000;
 /// [`Dfa::from_regex`] through a process-wide cache: formats and common patterns are
 /// determinized once per process, whatever the schema.
 pub fn cached_regex(pattern: &str, limits: DfaLimits) -> Result<Arc<Dfa>, DfaError> {
-    type Cache = Mutex<(HashMap<(String, DfaLimits), Arc<Dfa>>, usize)>;
+    cached_regexes(&[pattern], limits)
+}
+
+/// [`Dfa::from_regexes`] through the cache of [`cached_regex`] (the property names of an
+/// object, which schemas repeat).
+pub fn cached_regexes<S: AsRef<str>>(
+    patterns: &[S],
+    limits: DfaLimits,
+) -> Result<Arc<Dfa>, DfaError> {
+    type Cache = Mutex<(HashMap<(Vec<String>, DfaLimits), Arc<Dfa>>, usize)>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new((HashMap::default(), 0)));
-    let key = (pattern.to_string(), limits);
+    let key = (
+        patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
+        limits,
+    );
     if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).0.get(&key) {
         return Ok(d.clone());
     }
-    let d = Arc::new(Dfa::from_regex(pattern, limits)?);
+    let d = Arc::new(Dfa::from_regexes(patterns, limits)?);
     let mut guard = cache.lock().unwrap_or_else(|e| e.into_inner());
     if guard.1 + d.num_states() > CACHE_MAX_STATES {
         guard.0.clear();

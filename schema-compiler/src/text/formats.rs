@@ -38,6 +38,8 @@
 //! ([`FormatLookup::Unsupported`]); other names are [`FormatLookup::Unknown`], which JSON
 //! Schema treats as annotations.
 
+use std::sync::OnceLock;
+
 /// A supported `format` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -230,8 +232,14 @@ pub fn lookup_format(name: &str) -> FormatLookup {
 /// assert!(format_language("idn-email").is_none());
 /// ```
 pub fn format_language(name: &str) -> Option<FormatLanguage> {
+    // Some regexes are long to write out (`date-time` checks days per month): once per process.
+    static LANGUAGES: [OnceLock<FormatLanguage>; Format::ALL.len()] =
+        [const { OnceLock::new() }; Format::ALL.len()];
     match lookup_format(name) {
-        FormatLookup::Supported(f) => Some(f.language()),
+        FormatLookup::Supported(f) => {
+            let i = Format::ALL.iter().position(|&g| g == f)?;
+            Some(LANGUAGES[i].get_or_init(|| f.language()).clone())
+        }
         _ => None,
     }
 }
