@@ -97,7 +97,8 @@ mod tests {
             mask_kernel::CONTENT_LEVELS,
             schema_compiler::dfa::CONTENT_LEVELS
         );
-        for level in 0..mask_kernel::CONTENT_LEVELS {
+        assert_eq!(mask_kernel::SPACE_LEVEL, schema_compiler::dfa::SPACE_LEVEL);
+        for level in (0..mask_kernel::CONTENT_LEVELS).chain([mask_kernel::SPACE_LEVEL]) {
             for c in char::MIN..=char::MAX {
                 assert_eq!(
                     mask_kernel::content_level_allows(level, c),

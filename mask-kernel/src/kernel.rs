@@ -28,8 +28,8 @@ pub struct Kernel {
     /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
     /// code points; the last entry holds them all.
     by_budget: Vec<FixedBitSet>,
-    /// Per level below the top (see [`CONTENT_LEVELS`]): the string-content tokens spelled
-    /// in that level, by budget like `by_budget`.
+    /// Per level below the top (see [`CONTENT_LEVELS`]; in the order of `TABLE_LEVELS`): the
+    /// string-content tokens spelled in that level, by budget like `by_budget`.
     by_level: Vec<Vec<FixedBitSet>>,
     /// Per level below the top: the trie of the string-content tokens not spelled in it.
     outside: Vec<AnyIndex>,
@@ -46,6 +46,18 @@ pub struct Kernel {
 /// level, the tokens spelled in it, so a string whose grammar takes every content of some level
 /// is masked without walking them.
 pub const CONTENT_LEVELS: u8 = 6;
+
+/// A level beside the chain of [`CONTENT_LEVELS`]: ASCII letters, digits and the space (for
+/// ASCII classes with a space, like `[\w\s/.,:-]`). Its tokens are precomputed too.
+pub const SPACE_LEVEL: u8 = CONTENT_LEVELS;
+
+/// The levels below the top, by the index of their tables in a [`Kernel`].
+const TABLE_LEVELS: [u8; CONTENT_LEVELS as usize] = [0, 1, 2, 3, 4, SPACE_LEVEL];
+
+/// The index of the tables of `level` in a [`Kernel`] (`None` for the top level).
+fn table_index(level: u8) -> Option<usize> {
+    TABLE_LEVELS.iter().position(|&l| l == level)
+}
 
 /// Whether `c` is a non-ASCII character ECMAScript counts as white space or as a line
 /// terminator (what patterns with `\s` or `.` tell apart beyond ASCII).
@@ -74,6 +86,7 @@ pub fn content_level_allows(level: u8, c: char) -> bool {
         2 => alnum || other || c == ' ',
         3 => plain && !is_unicode_space(c),
         4 => plain,
+        SPACE_LEVEL => alnum || c == ' ',
         _ => true,
     }
 }
@@ -81,11 +94,12 @@ pub fn content_level_allows(level: u8, c: char) -> bool {
 /// Whether the bytes of a string-content token spell content of `level` below the top: its
 /// characters are all of the level, and so is any character it stops inside (below level 1 it
 /// may stop inside none; from level 1 on, every unfinished character can finish as one of the
-/// level, as the spaces left out are single code points among many with the same lead bytes).
+/// level, as the spaces left out are single code points among many with the same lead bytes;
+/// the space level holds no non-ASCII character).
 fn spelled_in(level: u8, bytes: &[u8]) -> bool {
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
-        Err(e) if e.error_len().is_none() && level >= 1 => {
+        Err(e) if e.error_len().is_none() && (1..CONTENT_LEVELS).contains(&level) => {
             match std::str::from_utf8(&bytes[..e.valid_up_to()]) {
                 Ok(text) => text,
                 Err(_) => return false,
@@ -168,9 +182,9 @@ impl Kernel {
             .indexable_ids()
             .filter_map(|id| string_content(vocab.bytes(id)).map(|c| (c, id)))
             .collect();
-        let mut by_level = Vec::with_capacity(CONTENT_LEVELS as usize - 1);
-        let mut outside = Vec::with_capacity(CONTENT_LEVELS as usize - 1);
-        for level in 0..CONTENT_LEVELS - 1 {
+        let mut by_level = Vec::with_capacity(TABLE_LEVELS.len());
+        let mut outside = Vec::with_capacity(TABLE_LEVELS.len());
+        for level in TABLE_LEVELS {
             let (inside, out): (Vec<_>, Vec<_>) = lens
                 .iter()
                 .partition(|&&(_, id)| spelled_in(level, vocab.bytes(id)));
@@ -264,10 +278,11 @@ impl Kernel {
         &self.by_budget[i]
     }
 
-    /// String-content tokens spelled in content of `level` (see [`CONTENT_LEVELS`]) of at most
+    /// String-content tokens spelled in content of `level` (see [`CONTENT_LEVELS`] and
+    /// [`SPACE_LEVEL`]) of at most
     /// `budget` code points (`None`: any length).
     pub fn string_content_at(&self, level: u8, budget: Option<u32>) -> &FixedBitSet {
-        let Some(sets) = self.by_level.get(level as usize) else {
+        let Some(sets) = table_index(level).map(|i| &self.by_level[i]) else {
             return self.string_content(budget);
         };
         let last = sets.len() - 1;
@@ -277,7 +292,7 @@ impl Kernel {
     /// The trie of the string-content tokens not spelled in content of `level` (`None` for
     /// the top level, which spells them all).
     pub fn outside_level(&self, level: u8) -> Option<&AnyIndex> {
-        self.outside.get(level as usize)
+        table_index(level).map(|i| &self.outside[i])
     }
 
     /// Tokens that are key content (see [`crate::key_content`]).

@@ -13,8 +13,10 @@
 //!    string, so they depend on the string's lexer state alone. When the string takes every
 //!    content of some [level](CONTENT_LEVELS) (any text; any unescaped text but line breaks
 //!    for `.*`; or, say, letters, digits and non-ASCII characters for a pattern like
-//!    `[^\s/]+`) the tokens spelled in that level are a precomputed set (by code-point budget,
-//!    for `maxLength`), and only the others are walked, in a trie of their own, with the
+//!    `[^\s/]+`; or ASCII letters, digits and the space, the [space level](SPACE_LEVEL), for
+//!    `[\w\s/.-]+`) the tokens spelled in that level are a precomputed set (by code-point
+//!    budget, for `maxLength` or a bounded repetition), and only the others are walked, in a
+//!    trie of their own, with the
 //!    recognizer in lexeme-only mode; the walk is cached by lexer state. Only the tokens
 //!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer.
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
@@ -78,7 +80,7 @@ pub use apply::apply;
 pub use cache::{CacheStats, MaskCache};
 pub use error::MaskError;
 pub use fixedbitset::FixedBitSet;
-pub use kernel::{CONTENT_LEVELS, Kernel, content_level_allows, is_unicode_space};
+pub use kernel::{CONTENT_LEVELS, Kernel, SPACE_LEVEL, content_level_allows, is_unicode_space};
 pub use recognizer::{Inside, Recognizer, Split};
 pub use session::{MaskStats, Session};
 pub use string_content::{key_content, string_content};

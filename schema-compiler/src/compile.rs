@@ -18,7 +18,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::dfa::{CONTENT_LEVELS, DEAD, Dfa, DfaError, DfaLimits, LazyBudgets, LazyFlags};
+use crate::dfa::{
+    CONTENT_LEVELS, ContentFlags, DEAD, Dfa, DfaError, DfaLimits, LazyBudgets, LazyFlags,
+};
 use crate::error::CompileError;
 use crate::ir::{Bound, Lowering, Node, NodeId, Schema, TypeSet};
 use crate::options::Options;
@@ -233,17 +235,16 @@ impl ObjSpec {
             .filter(|&i| (i as usize) < self.lits.len())
     }
 
-    /// One past the highest content level (see [`CONTENT_LEVELS`]) every content of which,
-    /// read from key-DFA state `state`, keeps a non-literal key acceptable: such content is
-    /// allowed inside the key whatever it is (0: none). `dfa` is the spec's key DFA.
-    pub fn key_levels(&self, dfa: &Dfa, state: u32) -> u8 {
+    /// The content levels (see [`CONTENT_LEVELS`]) every content of which, read from key-DFA
+    /// state `state`, keeps a non-literal key acceptable: such content is allowed inside the key
+    /// whatever it is. `dfa` is the spec's key DFA.
+    pub fn key_levels(&self, dfa: &Dfa, state: u32) -> ContentFlags {
         let nlit = self.lits.len();
         let nonlit = |st: u32| {
             let i = dfa.index(st) * self.reach_words + nlit / 64;
             self.reach[i] & (1 << (nlit % 64)) != 0
         };
         dfa.content_flags(&self.key_flags, state, nonlit, false)
-            .live
     }
 
     /// The exact number of code points of `level` content that keep a non-literal key
@@ -263,7 +264,7 @@ impl ObjSpec {
     /// Whether every continuation of the key from `state` keeps a non-literal key acceptable
     /// (so any string content is allowed inside the key).
     pub fn key_universal(&self, dfa: &Dfa, state: u32) -> bool {
-        self.key_levels(dfa, state) == CONTENT_LEVELS
+        self.key_levels(dfa, state).live == CONTENT_LEVELS
     }
 }
 

@@ -18,7 +18,7 @@
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap as HashMap;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use regex_automata::dfa::{Automaton, dense};
@@ -97,6 +97,17 @@ pub const CONTENT_LEVELS: u8 = 6;
 /// unescaped.
 pub const PLAIN_LEVEL: u8 = 4;
 
+/// A level beside the chain of [`CONTENT_LEVELS`]: ASCII letters, digits and the space (more
+/// than level 0, less than level 2, and neither more nor less than level 1). ASCII classes with
+/// a space, like `[\w\s/.,:-]` or the path part of a URL pattern, take it.
+pub const SPACE_LEVEL: u8 = CONTENT_LEVELS;
+
+/// Whether content of `level` (see [`CONTENT_LEVELS`] and [`SPACE_LEVEL`]) holds every
+/// character a string may hold unescaped.
+pub fn level_is_plain(level: u8) -> bool {
+    (PLAIN_LEVEL..CONTENT_LEVELS).contains(&level)
+}
+
 /// The non-ASCII characters ECMAScript counts as white space or as line terminators, as
 /// ranges: what `\s` matches and `.` does not beyond ASCII.
 const UNICODE_SPACES: [(char, char); 8] = [
@@ -127,6 +138,7 @@ pub fn content_level_allows(level: u8, c: char) -> bool {
         2 => alnum || other || c == ' ',
         3 => plain && !is_unicode_space(c),
         4 => plain,
+        SPACE_LEVEL => alnum || c == ' ',
         _ => true,
     }
 }
@@ -134,9 +146,9 @@ pub fn content_level_allows(level: u8, c: char) -> bool {
 /// The DFA of every content of `level` (see [`CONTENT_LEVELS`]): UTF-8 text of the level's
 /// characters, accepting at character boundaries. Built once per process.
 pub fn level_universe(level: u8) -> &'static Dfa {
-    const N: usize = CONTENT_LEVELS as usize;
+    const N: usize = SPACE_LEVEL as usize + 1;
     static LEVELS: [OnceLock<Dfa>; N] = [const { OnceLock::new() }; N];
-    if level + 1 >= CONTENT_LEVELS {
+    if level != SPACE_LEVEL && level + 1 >= CONTENT_LEVELS {
         return utf8_universe();
     }
     LEVELS[level as usize].get_or_init(|| {
@@ -171,13 +183,38 @@ pub fn level_universe(level: u8) -> &'static Dfa {
 
 /// How much string content a DFA state takes (see [`Dfa::string_flags`]): every content of a
 /// level below `live` keeps the state live, every content of a level below `free` keeps it
-/// live and accepting (`free <= live`; 0: none).
+/// live and accepting (`free <= live`; 0: none); likewise for [`SPACE_LEVEL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ContentFlags {
     /// One past the highest level that keeps the state live.
     pub live: u8,
     /// One past the highest level that keeps the state live and accepting.
     pub free: u8,
+    /// Every content of [`SPACE_LEVEL`] keeps the state live.
+    pub space_live: bool,
+    /// Every content of [`SPACE_LEVEL`] keeps the state live and accepting (computed only
+    /// where `free` is).
+    pub space_free: bool,
+}
+
+impl ContentFlags {
+    /// Whether every content of `level` keeps the state live.
+    pub fn live_at(&self, level: u8) -> bool {
+        if level == SPACE_LEVEL {
+            self.space_live
+        } else {
+            self.live > level
+        }
+    }
+
+    /// Whether every content of `level` keeps the state live and accepting.
+    pub fn free_at(&self, level: u8) -> bool {
+        if level == SPACE_LEVEL {
+            self.space_free
+        } else {
+            self.free > level
+        }
+    }
 }
 
 /// Most (state, UTF-8 state) pairs [`Dfa::string_flags`] explores for one state; beyond it the
@@ -185,7 +222,11 @@ pub struct ContentFlags {
 const UNIVERSALITY_MAX_PAIRS: usize = 100_000;
 
 /// Set in a [`LazyFlags`] entry once it is computed.
-const KNOWN: u8 = 0x80;
+const KNOWN: u16 = 0x8000;
+
+/// [`LazyFlags`] bits of [`ContentFlags::space_live`] and [`ContentFlags::space_free`].
+const SPACE_LIVE: u16 = 0x40;
+const SPACE_FREE: u16 = 0x80;
 
 /// A per-state table filled in on first use, shareable between threads (a DFA lives in a
 /// grammar many sessions use at once). A clone starts empty.
@@ -210,7 +251,7 @@ impl<T> Clone for LazyTable<T> {
 }
 
 /// Per-state [`ContentFlags`], with [`KNOWN`] set once computed.
-pub(crate) type LazyFlags = LazyTable<AtomicU8>;
+pub(crate) type LazyFlags = LazyTable<AtomicU16>;
 
 /// Per-state, per-level content budgets (0: not yet known, else [`NO_BUDGET`] or the budget
 /// plus one).
@@ -824,13 +865,15 @@ impl Dfa {
         }
         let table = table
             .0
-            .get_or_init(|| (0..self.num_states()).map(|_| AtomicU8::new(0)).collect());
+            .get_or_init(|| (0..self.num_states()).map(|_| AtomicU16::new(0)).collect());
         let slot = &table[self.index(state)];
         let known = slot.load(Ordering::Relaxed);
         if known & KNOWN != 0 {
             return ContentFlags {
-                live: known & 7,
-                free: (known >> 3) & 7,
+                live: (known & 7) as u8,
+                free: ((known >> 3) & 7) as u8,
+                space_live: known & SPACE_LIVE != 0,
+                space_free: known & SPACE_FREE != 0,
             };
         }
         let mut flags = ContentFlags::default();
@@ -848,7 +891,20 @@ impl Dfa {
                 break;
             }
         }
-        slot.store(flags.live | flags.free << 3 | KNOWN, Ordering::Relaxed);
+        // The space level lies inside level 2 and holds level 0.
+        if flags.live > 2 {
+            flags.space_live = true;
+            flags.space_free = flags.free > 2;
+        } else if flags.live > 0 {
+            let (live, free) = self.search_string_flags(state, SPACE_LEVEL, true, &alive);
+            flags.space_live = live;
+            flags.space_free = live && free && want_free;
+        }
+        let bits = flags.live as u16
+            | (flags.free as u16) << 3
+            | if flags.space_live { SPACE_LIVE } else { 0 }
+            | if flags.space_free { SPACE_FREE } else { 0 };
+        slot.store(bits | KNOWN, Ordering::Relaxed);
         flags
     }
 
@@ -934,13 +990,13 @@ impl Dfa {
         if state == DEAD || !alive(state) {
             return None;
         }
-        let n = CONTENT_LEVELS as usize;
+        let n = SPACE_LEVEL as usize + 1;
         let table = table.0.get_or_init(|| {
             (0..self.num_states() * n)
                 .map(|_| AtomicU32::new(0))
                 .collect()
         });
-        let slot = &table[self.index(state) * n + level.min(CONTENT_LEVELS - 1) as usize];
+        let slot = &table[self.index(state) * n + level.min(SPACE_LEVEL) as usize];
         match slot.load(Ordering::Relaxed) {
             0 => {}
             NO_BUDGET => return None,
@@ -1318,6 +1374,22 @@ mod tests {
         assert_eq!(flags(r"\d{4}-\d{2}", b"20"), (0, 0));
         // A bounded repetition is universal while it has room.
         assert_eq!(flags(".{0,3}", b""), (0, 0), "four characters kill it");
+        // The space level, beside level 1: ASCII letters, digits and the space.
+        let space = |pattern: &str, prefix: &[u8]| {
+            let d = Dfa::from_regex(
+                &crate::text::ecma::pattern_language(pattern).unwrap(),
+                DfaLimits::default(),
+            )
+            .unwrap();
+            let f = d.string_flags(d.run(d.start(), prefix));
+            (f.live, f.space_live, f.space_free)
+        };
+        assert_eq!(space("^[\\w\\s/.,:-]+$", b""), (1, true, false));
+        assert_eq!(space("^[\\w\\s/.,:-]+$", b"a"), (1, true, true));
+        assert_eq!(space("^[0-9a-zA-Z -_]*$", b""), (1, true, true));
+        assert_eq!(space("^[a-z ]*$", b""), (0, false, false), "no digits");
+        assert_eq!(space("^[^\\s]+$", b"a"), (2, false, false), "no space");
+        assert_eq!(space("^.*$", b""), (4, true, true), "inside level 2");
     }
 
     #[test]

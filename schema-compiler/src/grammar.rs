@@ -153,12 +153,12 @@ impl Grammar {
     }
 
     /// String-content flags of a lexer DFA state for content of `level` (see
-    /// [`crate::dfa::CONTENT_LEVELS`]).
+    /// [`crate::dfa::CONTENT_LEVELS`] and [`crate::dfa::SPACE_LEVEL`]).
     pub(crate) fn universal_flags(&self, dfa: DfaId, state: u32, level: u8) -> UniversalFlags {
         let f = self.dfas[dfa as usize].string_flags(state);
         UniversalFlags {
-            live_all: f.live > level,
-            free: f.free > level,
+            live_all: f.live_at(level),
+            free: f.free_at(level),
         }
     }
 

@@ -24,7 +24,10 @@
 use std::sync::Arc;
 
 use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
-use crate::dfa::{CONTENT_LEVELS, DEAD, PLAIN_LEVEL};
+use crate::dfa::{CONTENT_LEVELS, DEAD, SPACE_LEVEL, level_is_plain};
+
+/// The content levels [`Matcher::split`] tries, in order.
+const LEVEL_ORDER: [u8; CONTENT_LEVELS as usize + 1] = [5, 4, 3, 2, 1, SPACE_LEVEL, 0];
 use crate::grammar::Grammar;
 use crate::ir::NodeId;
 use crate::options::{KeyEscapes, Whitespace};
@@ -2450,7 +2453,7 @@ impl Matcher {
                 // With value hashing the content matters after the quote (`uniqueItems`).
                 // Tokens that close the string are spelled with any unescaped character.
                 let close = (!g.needs_hash
-                    && level >= PLAIN_LEVEL
+                    && level_is_plain(level)
                     && (live == 0 || (f.slot_mode == Mode::All && all_free)))
                     .then(|| (clamp(lo), clamp(hi)));
                 Some((budget.map(clamp), close))
@@ -2466,7 +2469,10 @@ impl Matcher {
                         return false;
                     };
                     let spec = &g.obj_specs[s as usize];
-                    leaf.alive && spec.key_levels(g.dfa(spec.key_dfa), leaf.key_state) <= level
+                    leaf.alive
+                        && !spec
+                            .key_levels(g.dfa(spec.key_dfa), leaf.key_state)
+                            .live_at(level)
                 };
                 if !(f.leaf_start..f.leaf_end).any(narrow) {
                     return Some((None, None));
@@ -2557,17 +2563,19 @@ impl Matcher {
         }
         let top = CONTENT_LEVELS - 1;
         let is_key = self.st.lex.kind == LexKind::Key;
-        // Keys at the top level are spelled with the escapes they may use, a set the kernel
-        // does not count code points in.
-        let found = (0..CONTENT_LEVELS).rev().find_map(|level| {
+        // Largest sets first; the space level beside level 1 has fewer tokens on the
+        // vocabularies at hand (about as many as level 0 with a space in front).
+        let found = LEVEL_ORDER.into_iter().find_map(|level| {
             let found = self.universal_budget(level)?;
+            // Keys at the top level are spelled with the escapes they may use, a set the
+            // kernel does not count code points in.
             (!(is_key && level == top && found.0.is_some())).then_some((level, found))
         });
         if let Some((level, (budget, close))) = found {
             if level == top && is_key && self.g.options.key_escapes == KeyEscapes::Needed {
                 return Some(LexemeSplit::KeyContent);
             }
-            if level < top {
+            if level != top {
                 key.push(level as u32);
                 self.lexeme_key(key);
             }
@@ -2577,7 +2585,7 @@ impl Matcher {
                 close,
             });
         }
-        key.push(CONTENT_LEVELS as u32);
+        key.push(u32::MAX);
         self.lexeme_key(key);
         Some(LexemeSplit::Walk)
     }

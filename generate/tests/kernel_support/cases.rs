@@ -292,6 +292,29 @@ pub fn cases() -> Vec<Case> {
             ],
         },
         Case {
+            // ASCII classes with a space take the space level: letters, digits and the space.
+            name: "ascii with spaces",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "pattern": "^[\\w\\s/.,:-]+$"},
+                    "url": {
+                        "type": "string",
+                        "pattern": "^(https?:\\/\\/)?([\\da-z\\.-]+)\\.([a-z\\.]{2,6})([\\/\\w \\.-]*)*\\/?$"
+                    },
+                    "names": {
+                        "type": "object",
+                        "patternProperties": {"^[A-Za-z0-9 ]+$": {"type": "integer"}},
+                        "additionalProperties": false
+                    }
+                },
+                "required": ["path"]
+            }),
+            valid: &[
+                r#"{"path":"a b/c.d, e:f-g","url":"http://ex.am-ple.org/a b/c.d","names":{"Ab 9":1}}"#,
+            ],
+        },
+        Case {
             name: "any value",
             schema: json!({}),
             valid: &[r#"{"a":[1,2.5e3,true,null,"x\t"],"b":{}}"#, "-0.5"],
