@@ -279,8 +279,7 @@ impl Kernel {
     }
 
     /// String-content tokens spelled in content of `level` (see [`CONTENT_LEVELS`] and
-    /// [`SPACE_LEVEL`]) of at most
-    /// `budget` code points (`None`: any length).
+    /// [`SPACE_LEVEL`]) of at most `budget` code points (`None`: any length).
     pub fn string_content_at(&self, level: u8, budget: Option<u32>) -> &FixedBitSet {
         let Some(sets) = table_index(level).map(|i| &self.by_level[i]) else {
             return self.string_content(budget);

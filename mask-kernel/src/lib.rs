@@ -16,8 +16,8 @@
 //!    `[^\s/]+`; or ASCII letters, digits and the space, the [space level](SPACE_LEVEL), for
 //!    `[\w\s/.-]+`) the tokens spelled in that level are a precomputed set (by code-point
 //!    budget, for `maxLength` or a bounded repetition), and only the others are walked, in a
-//!    trie of their own, with the
-//!    recognizer in lexeme-only mode; the walk is cached by lexer state. Only the tokens
+//!    trie of their own, with the recognizer in lexeme-only mode; the walk is cached by lexer
+//!    state. Only the tokens
 //!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer.
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
 //!    subtree.

@@ -239,25 +239,29 @@ impl ObjSpec {
     /// state `state`, keeps a non-literal key acceptable: such content is allowed inside the key
     /// whatever it is. `dfa` is the spec's key DFA.
     pub fn key_levels(&self, dfa: &Dfa, state: u32) -> ContentFlags {
-        let nlit = self.lits.len();
-        let nonlit = |st: u32| {
-            let i = dfa.index(st) * self.reach_words + nlit / 64;
-            self.reach[i] & (1 << (nlit % 64)) != 0
-        };
+        let nonlit = |st: u32| self.nonlit_reachable(dfa, st);
         dfa.content_flags(&self.key_flags, state, nonlit, false)
+    }
+
+    /// The allowed outcomes still reachable from key-DFA state `state` (see
+    /// [`ObjSpec::reach`]).
+    pub(crate) fn reach_row(&self, dfa: &Dfa, state: u32) -> &[u64] {
+        let i = dfa.index(state) * self.reach_words;
+        &self.reach[i..i + self.reach_words]
+    }
+
+    /// Whether some non-literal key is still acceptable from key-DFA state `state`.
+    pub(crate) fn nonlit_reachable(&self, dfa: &Dfa, state: u32) -> bool {
+        let nlit = self.lits.len();
+        self.reach_row(dfa, state)[nlit / 64] & (1 << (nlit % 64)) != 0
     }
 
     /// The exact number of code points of `level` content that keep a non-literal key
     /// acceptable from key-DFA state `state`, where longer content leaves no allowed key at all
     /// (see [`Dfa::string_budget`]). `dfa` is the spec's key DFA.
     pub fn key_budget(&self, dfa: &Dfa, state: u32, level: u8) -> Option<u32> {
-        let nlit = self.lits.len();
-        let row = |st: u32| {
-            let i = dfa.index(st) * self.reach_words;
-            &self.reach[i..i + self.reach_words]
-        };
-        let nonlit = |st: u32| row(st)[nlit / 64] & (1 << (nlit % 64)) != 0;
-        let none = |st: u32| row(st).iter().all(|&w| w == 0);
+        let nonlit = |st: u32| self.nonlit_reachable(dfa, st);
+        let none = |st: u32| self.reach_row(dfa, st).iter().all(|&w| w == 0);
         dfa.content_budget(&self.key_budgets, state, level, nonlit, none)
     }
 

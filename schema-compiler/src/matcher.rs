@@ -25,15 +25,15 @@ use std::sync::Arc;
 
 use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
 use crate::dfa::{CONTENT_LEVELS, DEAD, SPACE_LEVEL, level_is_plain};
-
-/// The content levels [`Matcher::split`] tries, in order.
-const LEVEL_ORDER: [u8; CONTENT_LEVELS as usize + 1] = [5, 4, 3, 2, 1, SPACE_LEVEL, 0];
 use crate::grammar::Grammar;
 use crate::ir::NodeId;
 use crate::options::{KeyEscapes, Whitespace};
 use crate::text::decimal::Decimal;
 
 const NONE: u32 = u32::MAX;
+
+/// The content levels [`Matcher::split`] tries, in order.
+const LEVEL_ORDER: [u8; CONTENT_LEVELS as usize + 1] = [5, 4, 3, 2, 1, SPACE_LEVEL, 0];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum FrameKind {
@@ -2028,11 +2028,10 @@ impl State {
                     if ks == DEAD {
                         return (false, true);
                     }
-                    let i = g.dfa(spec.key_dfa).index(ks);
-                    let w = spec.reach_words;
+                    let dfa = g.dfa(spec.key_dfa);
                     let nlit = spec.lits.len();
-                    let row = &spec.reach[i * w..(i + 1) * w];
-                    let mut ok = row[nlit / 64] & (1 << (nlit % 64)) != 0;
+                    let row = spec.reach_row(dfa, ks);
+                    let mut ok = spec.nonlit_reachable(dfa, ks);
                     if !ok {
                         let seen_words = nlit.div_ceil(64).max(1);
                         for (wi, &word) in row.iter().enumerate() {
@@ -2364,8 +2363,8 @@ pub enum LexemeSplit {
     /// [`crate::dfa::CONTENT_LEVELS`]) up to a length: tokens without `"` spelled in that level
     /// are allowed exactly when they are JSON string content of at most `budget` code points
     /// (`None`: unbounded). The budget comes from `maxLength` or from a bounded repetition
-    /// (see [`crate::dfa::Dfa::string_budget`]). Below the top level the other tokens without `"` depend only on the lexeme
-    /// state written into the key, as for [`LexemeSplit::Walk`].
+    /// (see [`crate::dfa::Dfa::string_budget`]). Below the top level the other tokens without
+    /// `"` depend only on the lexeme state written into the key, as for [`LexemeSplit::Walk`].
     StringContent {
         /// Code points still allowed.
         budget: Option<u32>,
@@ -2504,7 +2503,11 @@ impl Matcher {
                     limited.push((room, li));
                 }
                 limited.sort_unstable();
-                for &(room, _) in &limited {
+                for (k, &(room, _)) in limited.iter().enumerate() {
+                    // Once per room: the leaves with this room die together.
+                    if limited.get(k + 1).is_some_and(|&(r, _)| r == room) {
+                        continue;
+                    }
                     let gone = |li: u32| limited.iter().any(|&(r, l)| l == li && r <= room);
                     if !survives(&gone) {
                         return Some((Some(room), None));
