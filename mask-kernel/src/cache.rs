@@ -19,14 +19,40 @@ pub struct CacheStats {
     pub evictions: u64,
 }
 
+/// A token set as the cache keeps it: a bitset with its number of members, or the ids when
+/// they are few (most masks allow a handful of tokens; a bitset over 262k tokens is 32 KiB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Stored {
+    Dense(FixedBitSet, usize),
+    Sparse(Box<[u32]>),
+}
+
+impl Stored {
+    /// Members.
+    pub(crate) fn count(&self) -> usize {
+        match self {
+            Stored::Dense(_, n) => *n,
+            Stored::Sparse(ids) => ids.len(),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Stored::Dense(set, _) => set.len().div_ceil(8),
+            Stored::Sparse(ids) => ids.len() * 4,
+        }
+    }
+}
+
 /// Masks keyed by recognizer state, with a capacity in bytes and real LRU eviction.
 ///
 /// Keys come from [`Recognizer::state_key`](crate::Recognizer::state_key) and are only
 /// meaningful for one grammar and one kernel: keep one cache per (grammar, vocabulary) pair.
 pub struct MaskCache {
-    /// Full masks with their number of allowed tokens.
-    masks: LruCache<Box<[u32]>, (FixedBitSet, usize), FxBuildHasher>,
-    inside: LruCache<Box<[u32]>, FixedBitSet, FxBuildHasher>,
+    /// Full masks.
+    masks: LruCache<Box<[u32]>, Stored, FxBuildHasher>,
+    /// Sets of the tokens that stay inside a lexeme, by lexeme state.
+    inside: LruCache<Box<[u32]>, Stored, FxBuildHasher>,
     capacity: usize,
     used: usize,
     stats: CacheStats,
@@ -44,8 +70,29 @@ impl std::fmt::Debug for MaskCache {
     }
 }
 
-fn entry_bytes(key: &[u32], mask: &FixedBitSet) -> usize {
-    key.len() * 4 + mask.len().div_ceil(8) + 96
+fn entry_bytes(key: &[u32], set: &Stored) -> usize {
+    key.len() * 4 + set.bytes() + 96
+}
+
+fn count(hit: bool, hits: &mut u64, misses: &mut u64) {
+    if hit {
+        *hits += 1;
+    } else {
+        *misses += 1;
+    }
+}
+
+/// Puts `set` under `key`; returns the bytes of the new entry and of the one it replaced.
+fn replace(
+    map: &mut LruCache<Box<[u32]>, Stored, FxBuildHasher>,
+    key: &[u32],
+    set: Stored,
+) -> (usize, usize) {
+    let added = entry_bytes(key, &set);
+    let removed = map
+        .put(key.into(), set)
+        .map_or(0, |old| entry_bytes(key, &old));
+    (added, removed)
 }
 
 impl MaskCache {
@@ -87,57 +134,46 @@ impl MaskCache {
         self.used = 0;
     }
 
-    /// A cached mask and its number of allowed tokens.
-    pub(crate) fn get_mask(&mut self, key: &[u32]) -> Option<(&FixedBitSet, usize)> {
-        match self.masks.get(key) {
-            Some((m, n)) => {
-                self.stats.hits += 1;
-                Some((m, *n))
-            }
-            None => {
-                self.stats.misses += 1;
-                None
-            }
-        }
+    /// A cached mask.
+    pub(crate) fn get_mask(&mut self, key: &[u32]) -> Option<&Stored> {
+        let found = self.masks.get(key);
+        count(
+            found.is_some(),
+            &mut self.stats.hits,
+            &mut self.stats.misses,
+        );
+        found
     }
 
-    pub(crate) fn put_mask(&mut self, key: &[u32], mask: &FixedBitSet, allowed: usize) {
-        self.used += entry_bytes(key, mask);
-        if let Some((old, _)) = self.masks.put(key.into(), (mask.clone(), allowed)) {
-            self.used -= entry_bytes(key, &old);
-        }
+    pub(crate) fn put_mask(&mut self, key: &[u32], mask: Stored) {
+        let (added, removed) = replace(&mut self.masks, key, mask);
+        // The replaced entry was counted in `used`.
+        self.used = self.used + added - removed;
         self.evict();
     }
 
-    pub(crate) fn get_inside(&mut self, key: &[u32]) -> Option<&FixedBitSet> {
-        match self.inside.get(key) {
-            Some(m) => {
-                self.stats.inside_hits += 1;
-                Some(m)
-            }
-            None => {
-                self.stats.inside_misses += 1;
-                None
-            }
-        }
+    /// A cached inside set.
+    pub(crate) fn get_inside(&mut self, key: &[u32]) -> Option<&Stored> {
+        let found = self.inside.get(key);
+        let stats = &mut self.stats;
+        count(
+            found.is_some(),
+            &mut stats.inside_hits,
+            &mut stats.inside_misses,
+        );
+        found
     }
 
-    pub(crate) fn put_inside(&mut self, key: &[u32], set: &FixedBitSet) {
-        self.used += entry_bytes(key, set);
-        if let Some(old) = self.inside.put(key.into(), set.clone()) {
-            self.used -= entry_bytes(key, &old);
-        }
+    pub(crate) fn put_inside(&mut self, key: &[u32], set: Stored) {
+        let (added, removed) = replace(&mut self.inside, key, set);
+        self.used = self.used + added - removed;
         self.evict();
     }
 
     fn evict(&mut self) {
         while self.used > self.capacity {
             // Evict full masks first: inside sets are shared by many states.
-            let popped = self
-                .masks
-                .pop_lru()
-                .map(|(k, (m, _))| (k, m))
-                .or_else(|| self.inside.pop_lru());
+            let popped = self.masks.pop_lru().or_else(|| self.inside.pop_lru());
             match popped {
                 Some((k, m)) => {
                     self.used -= entry_bytes(&k, &m);

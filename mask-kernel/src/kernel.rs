@@ -26,15 +26,15 @@ pub struct Kernel {
     /// Tokens with a `"` whose bytes before the first one contain a backslash.
     escaped_quote_trie: AnyIndex,
     /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
-    /// code points; the last entry holds them all.
-    by_budget: Vec<FixedBitSet>,
+    /// code points; the last entry holds them all. Each with its number of tokens.
+    by_budget: Vec<Counted>,
     /// Per level below the top (see [`CONTENT_LEVELS`]; in the order of `TABLE_LEVELS`): the
     /// string-content tokens spelled in that level, by budget like `by_budget`.
-    by_level: Vec<Vec<FixedBitSet>>,
+    by_level: Vec<Vec<Counted>>,
     /// Per level below the top: the trie of the string-content tokens not spelled in it.
     outside: Vec<AnyIndex>,
     /// Tokens that are key content (string content with only the escapes JSON needs).
-    key_content: FixedBitSet,
+    key_content: Counted,
     eos: Vec<TokenId>,
 }
 
@@ -112,7 +112,10 @@ fn spelled_in(level: u8, bytes: &[u8]) -> bool {
 
 /// Cumulative sets of `tokens` (code points, id) by budget: entry `r` holds those of at most
 /// `r` code points, the last one all of them.
-fn by_budget(mut tokens: Vec<(u32, TokenId)>, n: usize) -> Vec<FixedBitSet> {
+/// A token set with its number of tokens.
+pub(crate) type Counted = (FixedBitSet, usize);
+
+fn by_budget(mut tokens: Vec<(u32, TokenId)>, n: usize) -> Vec<Counted> {
     tokens.sort_unstable();
     let max = tokens.last().map_or(0, |&(c, _)| c) as usize;
     let mut out = Vec::with_capacity(max + 1);
@@ -123,7 +126,7 @@ fn by_budget(mut tokens: Vec<(u32, TokenId)>, n: usize) -> Vec<FixedBitSet> {
             cur.insert(tokens[i].1.as_usize());
             i += 1;
         }
-        out.push(cur.clone());
+        out.push((cur.clone(), i));
     }
     out
 }
@@ -197,9 +200,11 @@ impl Kernel {
         }
         let by_budget = by_budget(lens, n);
         let mut key_set = FixedBitSet::with_capacity(n);
+        let mut key_count = 0;
         for id in vocab.indexable_ids() {
             if key_content(vocab.bytes(id)).is_some() {
                 key_set.insert(id.as_usize());
+                key_count += 1;
             }
         }
         let eos = vocab.eos_ids().to_vec();
@@ -214,7 +219,7 @@ impl Kernel {
             by_budget,
             by_level,
             outside,
-            key_content: key_set,
+            key_content: (key_set, key_count),
             eos,
         })
     }
@@ -273,16 +278,20 @@ impl Kernel {
 
     /// Tokens that are string content of at most `budget` code points (`None`: any length).
     pub fn string_content(&self, budget: Option<u32>) -> &FixedBitSet {
-        let last = self.by_budget.len() - 1;
-        let i = budget.map_or(last, |b| (b as usize).min(last));
-        &self.by_budget[i]
+        &self.string_content_counted(CONTENT_LEVELS - 1, budget).0
     }
 
     /// String-content tokens spelled in content of `level` (see [`CONTENT_LEVELS`] and
     /// [`SPACE_LEVEL`]) of at most `budget` code points (`None`: any length).
     pub fn string_content_at(&self, level: u8, budget: Option<u32>) -> &FixedBitSet {
-        let Some(sets) = table_index(level).map(|i| &self.by_level[i]) else {
-            return self.string_content(budget);
+        &self.string_content_counted(level, budget).0
+    }
+
+    /// [`Kernel::string_content_at`] with its number of tokens.
+    pub(crate) fn string_content_counted(&self, level: u8, budget: Option<u32>) -> &Counted {
+        let sets = match table_index(level) {
+            Some(i) => &self.by_level[i],
+            None => &self.by_budget,
         };
         let last = sets.len() - 1;
         &sets[budget.map_or(last, |b| (b as usize).min(last))]
@@ -296,6 +305,11 @@ impl Kernel {
 
     /// Tokens that are key content (see [`crate::key_content`]).
     pub fn key_content(&self) -> &FixedBitSet {
+        &self.key_content.0
+    }
+
+    /// [`Kernel::key_content`] with its number of tokens.
+    pub(crate) fn key_content_counted(&self) -> &Counted {
         &self.key_content
     }
 
@@ -332,14 +346,14 @@ impl Kernel {
     pub fn memory_bytes(&self) -> usize {
         self.trie.memory_bytes()
             + self.quote_trie.memory_bytes()
-            + self.by_budget.iter().map(|b| b.len() / 8).sum::<usize>()
+            + self.by_budget.iter().map(|b| b.0.len() / 8).sum::<usize>()
             + self
                 .by_level
                 .iter()
                 .flatten()
-                .map(|b| b.len() / 8)
+                .map(|b| b.0.len() / 8)
                 .sum::<usize>()
             + self.outside.iter().map(|t| t.memory_bytes()).sum::<usize>()
-            + self.key_content.len() / 8
+            + self.key_content.0.len() / 8
     }
 }

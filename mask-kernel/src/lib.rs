@@ -18,7 +18,10 @@
 //!    budget, for `maxLength` or a bounded repetition), and only the others are walked, in a
 //!    trie of their own, with the recognizer in lexeme-only mode; the walk is cached by lexer
 //!    state. Only the tokens
-//!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer.
+//!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer, and
+//!    only along the content bytes that a first, lexeme-only pass over them took (the full
+//!    recognizer is slow to refuse a byte of a string; the lexeme-only mode learns a table of
+//!    successors as it goes).
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
 //!    subtree.
 //! 4. End of sequence is allowed exactly when the text is a complete document; special tokens
@@ -63,8 +66,10 @@
 //! # Cost model
 //!
 //! A cache hit costs a key (a few words from the recognizer), a hash and a copy of the mask
-//! (16 KiB for a 128k vocabulary). A miss costs one walk over the part of the trie the
-//! recognizer keeps alive.
+//! (16 KiB for a 128k vocabulary), or, for the many masks that allow only a few tokens, the
+//! cache keeps the ids and a hit clears the mask and sets them. A miss costs one walk over the
+//! part of the trie the recognizer keeps alive; the tokens are counted as they are added, so
+//! neither the emptiness check nor the cache needs a pass over the bitset.
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 

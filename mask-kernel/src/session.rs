@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieVisitor, VocabIndex};
 
-use crate::cache::MaskCache;
+use crate::cache::{MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
 use crate::recognizer::{Inside, Recognizer};
@@ -23,10 +23,93 @@ pub struct MaskStats {
     pub nodes: u64,
 }
 
+/// The members of a set being built, counted as they are added, so that neither an emptiness
+/// check nor the cache needs a pass over the whole bitset; while they are few (and only added
+/// one by one), also listed, so that the cache keeps the list.
+#[derive(Debug, Default)]
+struct Tally {
+    count: usize,
+    ids: Vec<u32>,
+    /// The members are no longer listed.
+    dense: bool,
+    /// Most members listed.
+    limit: usize,
+}
+
+impl Tally {
+    /// An empty set over `n` tokens.
+    fn reset(&mut self, n: usize) {
+        self.count = 0;
+        self.ids.clear();
+        self.dense = false;
+        self.limit = n / 32;
+    }
+
+    #[inline(always)]
+    fn insert(&mut self, set: &mut FixedBitSet, id: usize) {
+        if !set.put(id) {
+            self.count += 1;
+            if !self.dense {
+                if self.ids.len() < self.limit {
+                    self.ids.push(id as u32);
+                } else {
+                    self.dense = true;
+                }
+            }
+        }
+    }
+
+    /// Adds `other`, which holds `n` tokens, none of them in `set` yet.
+    fn union_disjoint(&mut self, set: &mut FixedBitSet, other: &FixedBitSet, n: usize) {
+        if self.count == 0 {
+            set.clone_from(other);
+        } else {
+            set.union_with(other);
+        }
+        self.count += n;
+        self.dense = true;
+    }
+
+    /// Adds a stored set whose tokens are not in `set` yet when it is dense.
+    fn add(&mut self, set: &mut FixedBitSet, other: &Stored) {
+        match other {
+            Stored::Dense(s, n) => self.union_disjoint(set, s, *n),
+            Stored::Sparse(ids) => {
+                for &id in ids {
+                    self.insert(set, id as usize);
+                }
+            }
+        }
+    }
+
+    /// `set` as the cache keeps it.
+    fn stored(&self, set: &FixedBitSet) -> Stored {
+        if self.dense {
+            Stored::Dense(set.clone(), self.count)
+        } else {
+            Stored::Sparse(self.ids.as_slice().into())
+        }
+    }
+}
+
+/// Writes `stored` into `out` (of the same length).
+fn load(stored: &Stored, out: &mut FixedBitSet) {
+    match stored {
+        Stored::Dense(s, _) => out.clone_from(s),
+        Stored::Sparse(ids) => {
+            out.clear();
+            for &id in ids {
+                out.insert(id as usize);
+            }
+        }
+    }
+}
+
 /// Walks a trie, pushing bytes into the recognizer and collecting accepted tokens.
 struct Walk<'a, R> {
     rec: &'a mut R,
     mask: &'a mut FixedBitSet,
+    tally: &'a mut Tally,
     nodes: u64,
 }
 
@@ -47,14 +130,124 @@ impl<R: Recognizer> TrieVisitor for Walk<'_, R> {
 
     #[inline(always)]
     fn token(&mut self, id: TokenId) {
-        self.mask.insert(id.as_usize());
+        self.tally.insert(self.mask, id.as_usize());
     }
 }
 
-fn walk<R: Recognizer>(trie: &AnyIndex, rec: &mut R, mask: &mut FixedBitSet) -> u64 {
+/// The first pass of [`Session::walk_quotes`]: the recognizer in lexeme-only mode, recording
+/// for every push whether it was taken (with where its subtree's records end) or not.
+struct Record<'a, R> {
+    rec: &'a mut R,
+    /// Per push: 0 when refused, else the index past the last record of its subtree.
+    taken: &'a mut Vec<u32>,
+    /// Records of the pushes not yet popped.
+    open: Vec<usize>,
+}
+
+impl<R: Recognizer> TrieVisitor for Record<'_, R> {
+    #[inline(always)]
+    fn push_byte(&mut self, byte: u8) -> bool {
+        let ok = self.rec.try_push_byte(byte);
+        if ok {
+            self.open.push(self.taken.len());
+        }
+        self.taken.push(0);
+        ok
+    }
+
+    #[inline(always)]
+    fn pop_bytes(&mut self, n: usize) {
+        if n > 0 {
+            self.rec.pop_bytes(n);
+            let end = self.taken.len() as u32;
+            for _ in 0..n {
+                let i = self.open.pop().expect("a push for every pop");
+                self.taken[i] = end;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn token(&mut self, _id: TokenId) {}
+}
+
+/// The second pass of [`Session::walk_quotes`]: the full recognizer, asked only where the
+/// first pass took the byte, and for the quotes it refused (those end the string).
+struct Replay<'a, R> {
+    rec: &'a mut R,
+    mask: &'a mut FixedBitSet,
+    tally: &'a mut Tally,
+    taken: &'a [u32],
+    /// The next record.
+    next: usize,
+    /// Accepted pushes not yet popped.
+    depth: usize,
+    /// The depth just past the quote that ended the string, while below it.
+    closed_at: Option<usize>,
+    nodes: u64,
+}
+
+impl<R: Recognizer> TrieVisitor for Replay<'_, R> {
+    #[inline(always)]
+    fn push_byte(&mut self, byte: u8) -> bool {
+        let mut closes = false;
+        if self.closed_at.is_none() {
+            let i = self.next;
+            self.next += 1;
+            match self.taken[i] {
+                0 if byte != b'"' => return false,
+                0 => closes = true,
+                end => {
+                    if !self.rec.try_push_byte(byte) {
+                        // Not expected (inside a string both modes agree), but then the first
+                        // pass's records of this subtree are skipped.
+                        self.next = end as usize;
+                        return false;
+                    }
+                    self.depth += 1;
+                    self.nodes += 1;
+                    return true;
+                }
+            }
+        }
+        if !self.rec.try_push_byte(byte) {
+            return false;
+        }
+        self.depth += 1;
+        self.nodes += 1;
+        if closes {
+            self.closed_at = Some(self.depth);
+        }
+        true
+    }
+
+    #[inline(always)]
+    fn pop_bytes(&mut self, n: usize) {
+        if n > 0 {
+            self.rec.pop_bytes(n);
+            self.depth -= n;
+            if self.closed_at.is_some_and(|d| self.depth < d) {
+                self.closed_at = None;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn token(&mut self, id: TokenId) {
+        self.tally.insert(self.mask, id.as_usize());
+    }
+}
+
+fn walk<R: Recognizer>(
+    trie: &AnyIndex,
+    rec: &mut R,
+    mask: &mut FixedBitSet,
+    tally: &mut Tally,
+) -> u64 {
     let mut w = Walk {
         rec,
         mask,
+        tally,
         nodes: 0,
     };
     trie.walk(&mut w);
@@ -75,8 +268,14 @@ pub struct Session<R> {
     finished: bool,
     key: Vec<u32>,
     split_key: Vec<u32>,
+    /// The mask being computed.
+    tally: Tally,
+    /// An inside set being computed (all zero between masks), and its tally.
     scratch: FixedBitSet,
+    scratch_tally: Tally,
     hits: Vec<TokenId>,
+    /// The first pass's records of [`Session::walk_quotes`].
+    taken: Vec<u32>,
 }
 
 impl<R: Recognizer> Session<R> {
@@ -90,8 +289,11 @@ impl<R: Recognizer> Session<R> {
             finished: false,
             key: Vec::new(),
             split_key: Vec::new(),
+            tally: Tally::default(),
             scratch: FixedBitSet::with_capacity(n),
+            scratch_tally: Tally::default(),
             hits: Vec::new(),
+            taken: Vec::new(),
         }
     }
 
@@ -157,19 +359,19 @@ impl<R: Recognizer> Session<R> {
         let mut stats = MaskStats::default();
         self.key.clear();
         let cacheable = self.rec.state_key(&mut self.key);
-        if cacheable && let Some((m, allowed)) = cache.get_mask(&self.key) {
-            out.clone_from(m);
+        if cacheable && let Some(m) = cache.get_mask(&self.key) {
+            load(m, out);
             stats.cache_hit = true;
-            stats.allowed = allowed;
+            stats.allowed = m.count();
         } else {
             out.clear();
+            self.tally.reset(n);
             self.compute(cache, out, &mut stats);
-            // Bits past the length are always zero, so a popcount over whole blocks is exact
-            // (and much faster than `count_ones(..)` on lengths that are not a multiple of the
-            // block). A hit reuses the count: on 262k tokens the popcount is several µs.
-            stats.allowed = out.as_slice().iter().map(|w| w.count_ones() as usize).sum();
+            // Counted as the mask was built: on 262k tokens a popcount is several µs.
+            stats.allowed = self.tally.count;
+            debug_assert_eq!(stats.allowed, out.count_ones(..), "mask tally");
             if cacheable {
-                cache.put_mask(&self.key, out, stats.allowed);
+                cache.put_mask(&self.key, self.tally.stored(out));
             }
         }
         if stats.allowed == 0 {
@@ -193,28 +395,34 @@ impl<R: Recognizer> Session<R> {
             Some(split) if split.boundary == b'"' => {
                 stats.split = true;
                 match split.inside {
+                    // The precomputed set comes first (into an empty mask), and the inside
+                    // walk covers only tokens outside it, so the counts add up.
                     Inside::StringContent { budget, level } => {
-                        out.union_with(kernel.string_content_at(level, budget));
+                        let (set, n) = kernel.string_content_counted(level, budget);
+                        self.tally.union_disjoint(out, set, *n);
                         if let Some(trie) = kernel.outside_level(level) {
                             stats.nodes += self.walk_inside(cache, trie, out);
                         }
                     }
-                    Inside::KeyContent => out.union_with(kernel.key_content()),
+                    Inside::KeyContent => {
+                        let (set, n) = kernel.key_content_counted();
+                        self.tally.union_disjoint(out, set, *n);
+                    }
                     Inside::Walk => stats.nodes += self.walk_inside(cache, kernel.trie(), out),
                 }
                 match (split.inside, split.close) {
                     (Inside::StringContent { .. }, Some((lo, hi))) => {
                         stats.nodes += self.close_once(&kernel, lo, hi, out);
-                        stats.nodes += walk(kernel.escaped_quote_trie(), &mut self.rec, out);
+                        stats.nodes += self.walk_quotes(kernel.escaped_quote_trie(), out);
                     }
-                    _ => stats.nodes += walk(kernel.quote_trie(), &mut self.rec, out),
+                    _ => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
                 }
             }
-            _ => stats.nodes += walk(kernel.trie(), &mut self.rec, out),
+            _ => stats.nodes += walk(kernel.trie(), &mut self.rec, out, &mut self.tally),
         }
         if self.rec.is_accepting() {
             for id in kernel.eos() {
-                out.insert(id.as_usize());
+                self.tally.insert(out, id.as_usize());
             }
         }
     }
@@ -228,15 +436,62 @@ impl<R: Recognizer> Session<R> {
         out: &mut FixedBitSet,
     ) -> u64 {
         if let Some(m) = cache.get_inside(&self.split_key) {
-            out.union_with(m);
+            self.tally.add(out, m);
             return 0;
         }
-        self.scratch.clear();
+        let n = self.scratch.len();
+        self.scratch_tally.reset(n);
         self.rec.set_lexeme_only(true);
-        let nodes = walk(trie, &mut self.rec, &mut self.scratch);
+        let nodes = walk(
+            trie,
+            &mut self.rec,
+            &mut self.scratch,
+            &mut self.scratch_tally,
+        );
         self.rec.set_lexeme_only(false);
-        cache.put_inside(&self.split_key, &self.scratch);
-        out.union_with(&self.scratch);
+        let set = self.scratch_tally.stored(&self.scratch);
+        self.tally.add(out, &set);
+        cache.put_inside(&self.split_key, set);
+        // Back to all zero, by the listed members when there is a list.
+        if self.scratch_tally.dense {
+            self.scratch.clear();
+        } else {
+            for &id in &self.scratch_tally.ids {
+                self.scratch.set(id as usize, false);
+            }
+        }
+        nodes
+    }
+
+    /// Adds the tokens of `trie` (tokens with a quote, walked from inside a string) that the
+    /// recognizer accepts. Most of the walk is string content before a token's quote, where the
+    /// full recognizer is slow to refuse a byte; so a first pass finds, in lexeme-only mode
+    /// (which remembers what it learnt about this string), which content bytes are taken, and
+    /// the full recognizer then pushes only those and the quotes that end the string.
+    fn walk_quotes(&mut self, trie: &AnyIndex, out: &mut FixedBitSet) -> u64 {
+        let mut taken = std::mem::take(&mut self.taken);
+        taken.clear();
+        self.rec.set_lexeme_only(true);
+        let mut first = Record {
+            rec: &mut self.rec,
+            taken: &mut taken,
+            open: Vec::new(),
+        };
+        trie.walk(&mut first);
+        self.rec.set_lexeme_only(false);
+        let mut second = Replay {
+            rec: &mut self.rec,
+            mask: out,
+            tally: &mut self.tally,
+            taken: &taken,
+            next: 0,
+            depth: 0,
+            closed_at: None,
+            nodes: 0,
+        };
+        trie.walk(&mut second);
+        let nodes = second.nodes;
+        self.taken = taken;
         nodes
     }
 
@@ -257,16 +512,16 @@ impl<R: Recognizer> Session<R> {
         let mut nodes = 0;
         if self.rec.try_push_byte(b'"') {
             pushed += 1;
-            let add = |out: &mut FixedBitSet, list: &[(u32, TokenId)]| {
+            let add = |out: &mut FixedBitSet, tally: &mut Tally, list: &[(u32, TokenId)]| {
                 let from = list.partition_point(|&(cp, _)| cp < lo);
                 for &(cp, id) in &list[from..] {
                     if cp > hi {
                         break;
                     }
-                    out.insert(id.as_usize());
+                    tally.insert(out, id.as_usize());
                 }
             };
-            add(out, kernel.close_empty());
+            add(out, &mut self.tally, kernel.close_empty());
             struct Suffixes<'a, R> {
                 rec: &'a mut R,
                 hits: &'a mut Vec<TokenId>,
@@ -297,7 +552,7 @@ impl<R: Recognizer> Session<R> {
             kernel.close_trie().walk(&mut v);
             nodes = v.nodes;
             for &suffix in &hits {
-                add(out, kernel.close_tokens(suffix));
+                add(out, &mut self.tally, kernel.close_tokens(suffix));
             }
             self.hits = hits;
         }

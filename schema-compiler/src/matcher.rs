@@ -224,6 +224,9 @@ struct Lex {
     hash2: u64,
     /// Where the text of the number or literal being lexed starts in `State::text`.
     text_start: u32,
+    /// Strings and keys: which one (numbered as they start), so the lexeme walker can keep
+    /// what it learnt about this one between walks.
+    inst: u32,
 }
 
 /// What one byte of a string does.
@@ -536,12 +539,40 @@ enum Undo {
     Lex(Lex),
 }
 
-/// The lexeme-only walker: a stack of (decoder, per-lexer DFA states) while a mask walk stays
-/// inside a string or key.
+/// A walk node's successor not worked out yet.
+const UNSEEN: u32 = u32::MAX;
+/// A walk node's successor that the string or key refuses.
+const REFUSED: u32 = u32::MAX - 1;
+
+/// The lexeme-only walker, while a mask walk stays inside a string or key.
+///
+/// Its *nodes* are the distinct (decoder, per-lexer DFA states) the walk reaches, each with a
+/// row of 256 successors filled in on first use, so the walk is a table lookup per trie node
+/// once a node's byte was seen (a walk over most of a large vocabulary meets a few dozen
+/// nodes). The decoder's code-point count is part of a node only when some lexer has a
+/// maximum length.
 #[derive(Debug, Clone, Default)]
 struct LexWalk {
     on: bool,
     is_str: bool,
+    /// Per depth: the node.
+    path: Vec<u32>,
+    /// Per node: its decoder state.
+    node_core: Vec<Core>,
+    /// Per node: `idx.len()` DFA states.
+    node_states: Vec<u32>,
+    /// Per node: 256 successors (`UNSEEN`, `REFUSED` or a node).
+    next: Vec<u32>,
+    /// Node by its (decoder, DFA states) words.
+    nodes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
+    /// Scratch for a node's words.
+    words: Vec<u32>,
+    /// Some lexer has a maximum length (the code-point count tells nodes apart).
+    count_matters: bool,
+    /// The string or key (`Lex::inst`) and tracked entries (`idx`) that the nodes, their
+    /// successors and the viability memos were learnt for: within one string or key the
+    /// frame does not change, so they hold for every walk with the same entries.
+    learnt_for: Option<(u32, Vec<u32>)>,
     /// Obligation indices (strings) or leaf indices (keys) whose DFA states are tracked.
     idx: Vec<u32>,
     /// The DFA of each tracked entry.
@@ -551,9 +582,10 @@ struct LexWalk {
     /// Strings: the slot has obligations that count (failed or not).
     some: bool,
     mode: Mode,
-    /// Per depth: the decoder state.
+    /// While a successor is worked out: the decoder state of the node and of the successor.
     cores: Vec<Core>,
-    /// Per depth: `idx.len()` DFA states.
+    /// While a successor is worked out: `idx.len()` DFA states of the node, then of the
+    /// successor.
     states: Vec<u32>,
     /// Keys: frame viability by key-state tuple, for the current walk.
     key_memo: rustc_hash::FxHashMap<Box<[u32]>, bool>,
@@ -607,6 +639,8 @@ struct State {
     marks: Vec<u32>,
     lw: LexWalk,
     escapes: EscapeMemo,
+    /// Strings and keys started so far (see `Lex::inst`).
+    insts: u32,
 }
 
 fn fnv(h: u64, b: u8) -> u64 {
@@ -703,9 +737,8 @@ impl Matcher {
             return;
         }
         if st.lw.on {
-            let depth = st.lw.cores.len() - n.min(st.lw.cores.len() - 1);
-            st.lw.cores.truncate(depth);
-            st.lw.states.truncate(depth * st.lw.idx.len());
+            let path = &mut st.lw.path;
+            path.truncate(path.len() - n.min(path.len() - 1));
             return;
         }
         let n = n.min(st.marks.len());
@@ -788,8 +821,6 @@ impl Matcher {
         lw.dfas.clear();
         lw.max.clear();
         lw.states.clear();
-        lw.key_memo.clear();
-        lw.slot_memo.clear();
         lw.slot_last = (u64::MAX, false);
         lw.failed = false;
         lw.cores.clear();
@@ -826,7 +857,51 @@ impl Matcher {
                 }
             }
         }
+        lw.count_matters = lw.is_str && lw.max.iter().any(|&m| m != u64::MAX);
+        lw.path.clear();
+        let same = lw
+            .learnt_for
+            .as_ref()
+            .is_some_and(|(inst, idx)| *inst == st.lex.inst && *idx == lw.idx);
+        if !same {
+            lw.node_core.clear();
+            lw.node_states.clear();
+            lw.next.clear();
+            lw.nodes.clear();
+            lw.key_memo.clear();
+            lw.slot_memo.clear();
+            let mut idx = lw.learnt_for.take().map(|(_, v)| v).unwrap_or_default();
+            idx.clone_from(&lw.idx);
+            lw.learnt_for = Some((st.lex.inst, idx));
+        }
+        let base = lw.intern(st.lex.core, 0);
+        lw.path.push(base);
         st.lw.on = true;
+    }
+}
+
+impl LexWalk {
+    /// The node of decoder `core` and the DFA states at `states[from..from + idx.len()]`,
+    /// added when new.
+    fn intern(&mut self, mut core: Core, from: usize) -> u32 {
+        if !self.count_matters {
+            core.count = 0;
+        }
+        let k = self.idx.len();
+        self.words.clear();
+        self.words
+            .extend_from_slice(&[core.esc as u32, core.uval, core.count, core.syn]);
+        self.words.extend_from_slice(&self.states[from..from + k]);
+        if let Some(&id) = self.nodes.get(&self.words[..]) {
+            return id;
+        }
+        let id = self.node_core.len() as u32;
+        self.node_core.push(core);
+        self.node_states
+            .extend_from_slice(&self.states[from..from + k]);
+        self.next.resize(self.next.len() + 256, UNSEEN);
+        self.nodes.insert(self.words[..].into(), id);
+        id
     }
 }
 
@@ -868,6 +943,13 @@ impl State {
         self.obls[i] = o;
     }
 
+    /// A number for a string or key that starts (never reused, so the walker's memory of an
+    /// earlier one cannot apply).
+    fn new_inst(&mut self) -> u32 {
+        self.insts = self.insts.wrapping_add(1);
+        self.insts
+    }
+
     fn set_lex(&mut self, l: Lex) {
         self.journal.push(Undo::Lex(self.lex));
         self.lex = l;
@@ -880,13 +962,17 @@ impl State {
     // ----- bytes -----------------------------------------------------------------------------
 
     fn step(&mut self, g: &Grammar, b: u8) -> bool {
+        // After a number or literal only these can follow (ending it is costly: a number's
+        // bounds are checked on its text), so every other byte is refused at once.
+        let after_primitive =
+            |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b'}' | b']');
         match self.lex.kind {
             LexKind::Str | LexKind::Key => return self.string_byte(g, b),
             LexKind::Num => {
                 if matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
                     return self.primitive_byte(g, b);
                 }
-                if !self.end_primitive(g) {
+                if !after_primitive(b) || !self.end_primitive(g) {
                     return false;
                 }
             }
@@ -894,7 +980,7 @@ impl State {
                 if b.is_ascii_lowercase() {
                     return self.primitive_byte(g, b);
                 }
-                if !self.end_primitive(g) {
+                if !after_primitive(b) || !self.end_primitive(g) {
                     return false;
                 }
             }
@@ -1028,12 +1114,14 @@ impl State {
                     syn: g.dfa(g.utf8).start(),
                     ..Core::default()
                 };
+                let inst = self.new_inst();
                 self.set_lex(Lex {
                     kind: LexKind::Str,
                     core,
                     hash: FNV0,
                     hash2: HASH2_SEED,
                     text_start: 0,
+                    inst,
                 });
                 self.slot_viable(g, t)
             }
@@ -1058,6 +1146,7 @@ impl State {
                     hash2: 0,
                     // Earlier texts stay until `commit`, so pops can restore them.
                     text_start: self.text.len() as u32,
+                    inst: 0,
                 });
                 if (lk == LexKind::Num && g.options.numbers.any_notation) || g.needs_hash {
                     self.journal.push(Undo::Text(self.text.len() as u32));
@@ -1596,12 +1685,14 @@ impl State {
             syn: g.dfa(g.utf8).start(),
             ..Core::default()
         };
+        let inst = self.new_inst();
         self.set_lex(Lex {
             kind: LexKind::Key,
             core,
             hash: FNV0,
             hash2: HASH2_SEED,
             text_start: 0,
+            inst,
         });
         self.frame_viable(g, t)
     }
@@ -1700,7 +1791,48 @@ impl State {
 
     // ----- lexeme-only walking ---------------------------------------------------------------
 
+    #[inline]
     fn lw_push(&mut self, g: &Grammar, b: u8) -> bool {
+        let lw = &mut self.lw;
+        let node = *lw.path.last().expect("lexeme walker has a base");
+        match lw.next[node as usize * 256 + b as usize] {
+            REFUSED => false,
+            UNSEEN => self.lw_learn(g, node, b),
+            next => {
+                lw.path.push(next);
+                true
+            }
+        }
+    }
+
+    /// Works out (and records) the successor of walk node `node` by byte `b`.
+    #[cold]
+    fn lw_learn(&mut self, g: &Grammar, node: u32, b: u8) -> bool {
+        let lw = &mut self.lw;
+        let k = lw.idx.len();
+        let at = node as usize;
+        lw.cores.clear();
+        lw.cores.push(lw.node_core[at]);
+        lw.states.clear();
+        lw.states
+            .extend_from_slice(&lw.node_states[at * k..(at + 1) * k]);
+        let ok = self.lw_step(g, b);
+        let lw = &mut self.lw;
+        let next = if ok {
+            lw.intern(lw.cores[1], k)
+        } else {
+            REFUSED
+        };
+        lw.next[at * 256 + b as usize] = next;
+        if ok {
+            lw.path.push(next);
+        }
+        ok
+    }
+
+    /// One byte from the single node in `cores` and `states`: pushes the successor there and
+    /// returns true, or returns false and leaves them.
+    fn lw_step(&mut self, g: &Grammar, b: u8) -> bool {
         let mut core = *self.lw.cores.last().expect("lexeme walker has a base");
         let needed_only = needed_only(g, !self.lw.is_str);
         let (out, n) = match decode(&mut core, b, needed_only) {

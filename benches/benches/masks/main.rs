@@ -85,6 +85,12 @@ struct Args {
     /// Address-space limit of the outlines-core worker, in MiB.
     #[arg(long, default_value_t = 8192)]
     outlines_memory_mib: u64,
+    /// Compile Stencil's schemas strictly: a keyword it cannot enforce exactly (`format:
+    /// hostname`, whose IDNA A-labels are not a regular language; a regex lookahead) fails the
+    /// schema. By default such keywords are relaxed as in lenient mode and the schemas that
+    /// needed it are listed.
+    #[arg(long)]
+    strict: bool,
     /// Only the schemas whose file name contains this.
     #[arg(long)]
     filter: Option<String>,
@@ -282,12 +288,19 @@ fn main() -> Result<()> {
                     "{name}: kernel built in {:.1} ms",
                     t0.elapsed().as_secs_f64() * 1e3
                 );
-                run_engine(
-                    name,
-                    &mut stencil::Stencil::new(kernel, cache),
-                    &cases,
-                    &tokens,
-                )
+                let mut engine = stencil::Stencil::new(kernel, cache, args.strict);
+                let run = run_engine(name, &mut engine, &cases, &tokens);
+                if !engine.relaxed().is_empty() {
+                    eprintln!(
+                        "{name}: {} schemas compiled with a relaxation (lenient mode; --strict \
+                         fails them):",
+                        engine.relaxed().len()
+                    );
+                    for r in engine.relaxed() {
+                        eprintln!("  {r}");
+                    }
+                }
+                run
             }
             Which::Llguidance => {
                 let mut engine = llg::Llguidance::new(&tok_path, &eos)?;

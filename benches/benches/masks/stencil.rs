@@ -7,7 +7,7 @@ use anyhow::{Context, Result, anyhow};
 use benches::peers::Engine;
 use generate::SchemaRecognizer;
 use mask_kernel::{FixedBitSet, Kernel, MaskCache, Session};
-use schema_compiler::{Grammar, Options};
+use schema_compiler::{Grammar, NoteKind, Options};
 use serde_json::Value;
 use vocab_index::TokenId;
 
@@ -16,16 +16,29 @@ pub struct Stencil {
     kernel: Arc<Kernel>,
     cache_bytes: usize,
     options: Options,
+    /// Per schema compiled with a relaxation: the relaxations, one line each.
+    relaxed: Vec<String>,
 }
 
 impl Stencil {
-    /// Stencil over `kernel`, schemas compiled with the generation options.
-    pub fn new(kernel: Arc<Kernel>, cache_bytes: usize) -> Stencil {
+    /// Stencil over `kernel`, schemas compiled with the generation options, strictly or (with
+    /// `strict` false) in lenient mode, where a keyword that cannot be enforced exactly is
+    /// relaxed and listed instead of failing the schema.
+    pub fn new(kernel: Arc<Kernel>, cache_bytes: usize, strict: bool) -> Stencil {
         Stencil {
             kernel,
             cache_bytes,
-            options: Options::generation(),
+            options: Options {
+                strict,
+                ..Options::generation()
+            },
+            relaxed: Vec::new(),
         }
+    }
+
+    /// The relaxations of each schema compiled with some, in compile order.
+    pub fn relaxed(&self) -> &[String] {
+        &self.relaxed
     }
 }
 
@@ -41,6 +54,14 @@ impl Engine for Stencil {
 
     fn compile(&mut self, schema: &Value) -> Result<Self::Grammar> {
         let g = Grammar::compile(schema, &self.options).map_err(|e| anyhow!("{e}"))?;
+        let relaxed: Vec<String> = g
+            .report()
+            .of_kind(NoteKind::Relaxed)
+            .map(|n| format!("{} at {}", n.detail, n.pointer))
+            .collect();
+        if !relaxed.is_empty() {
+            self.relaxed.push(relaxed.join("; "));
+        }
         Ok((Arc::new(g), MaskCache::new(self.cache_bytes)))
     }
 
