@@ -141,7 +141,7 @@ struct Record<'a, R> {
     /// Per push: 0 when refused, else the index past the last record of its subtree.
     taken: &'a mut Vec<u32>,
     /// Records of the pushes not yet popped.
-    open: Vec<usize>,
+    open: &'a mut Vec<usize>,
 }
 
 impl<R: Recognizer> TrieVisitor for Record<'_, R> {
@@ -191,26 +191,23 @@ impl<R: Recognizer> TrieVisitor for Replay<'_, R> {
     #[inline(always)]
     fn push_byte(&mut self, byte: u8) -> bool {
         let mut closes = false;
+        // Where the first pass's records of this subtree end, when it took the byte.
+        let mut subtree_end = None;
         if self.closed_at.is_none() {
             let i = self.next;
             self.next += 1;
             match self.taken[i] {
                 0 if byte != b'"' => return false,
                 0 => closes = true,
-                end => {
-                    if !self.rec.try_push_byte(byte) {
-                        // Not expected (inside a string both modes agree), but then the first
-                        // pass's records of this subtree are skipped.
-                        self.next = end as usize;
-                        return false;
-                    }
-                    self.depth += 1;
-                    self.nodes += 1;
-                    return true;
-                }
+                end => subtree_end = Some(end as usize),
             }
         }
         if !self.rec.try_push_byte(byte) {
+            // Not expected for a byte the first pass took (inside a string both modes agree),
+            // but then that pass's records of the subtree are skipped.
+            if let Some(end) = subtree_end {
+                self.next = end;
+            }
             return false;
         }
         self.depth += 1;
@@ -274,8 +271,9 @@ pub struct Session<R> {
     scratch: FixedBitSet,
     scratch_tally: Tally,
     hits: Vec<TokenId>,
-    /// The first pass's records of [`Session::walk_quotes`].
+    /// The first pass's records of [`Session::walk_quotes`], and its open records.
     taken: Vec<u32>,
+    open: Vec<usize>,
 }
 
 impl<R: Recognizer> Session<R> {
@@ -294,6 +292,7 @@ impl<R: Recognizer> Session<R> {
             scratch_tally: Tally::default(),
             hits: Vec::new(),
             taken: Vec::new(),
+            open: Vec::new(),
         }
     }
 
@@ -467,15 +466,18 @@ impl<R: Recognizer> Session<R> {
     /// recognizer accepts. Most of the walk is string content before a token's quote, where the
     /// full recognizer is slow to refuse a byte; so a first pass finds, in lexeme-only mode
     /// (which remembers what it learnt about this string), which content bytes are taken, and
-    /// the full recognizer then pushes only those and the quotes that end the string.
+    /// the full recognizer then pushes only those and the quotes that end the string. (A
+    /// recognizer without a lexeme-only mode takes both passes in full; the masks are the
+    /// same.)
     fn walk_quotes(&mut self, trie: &AnyIndex, out: &mut FixedBitSet) -> u64 {
         let mut taken = std::mem::take(&mut self.taken);
         taken.clear();
         self.rec.set_lexeme_only(true);
+        self.open.clear();
         let mut first = Record {
             rec: &mut self.rec,
             taken: &mut taken,
-            open: Vec::new(),
+            open: &mut self.open,
         };
         trie.walk(&mut first);
         self.rec.set_lexeme_only(false);

@@ -572,7 +572,8 @@ struct LexWalk {
     /// The string or key (`Lex::inst`) and tracked entries (`idx`) that the nodes, their
     /// successors and the viability memos were learnt for: within one string or key the
     /// frame does not change, so they hold for every walk with the same entries.
-    learnt_for: Option<(u32, Vec<u32>)>,
+    learnt_inst: Option<u32>,
+    learnt_idx: Vec<u32>,
     /// Obligation indices (strings) or leaf indices (keys) whose DFA states are tracked.
     idx: Vec<u32>,
     /// The DFA of each tracked entry.
@@ -823,8 +824,6 @@ impl Matcher {
         lw.states.clear();
         lw.slot_last = (u64::MAX, false);
         lw.failed = false;
-        lw.cores.clear();
-        lw.cores.push(st.lex.core);
         lw.is_str = st.lex.kind == LexKind::Str;
         if lw.is_str {
             lw.mode = f.slot_mode;
@@ -859,20 +858,10 @@ impl Matcher {
         }
         lw.count_matters = lw.is_str && lw.max.iter().any(|&m| m != u64::MAX);
         lw.path.clear();
-        let same = lw
-            .learnt_for
-            .as_ref()
-            .is_some_and(|(inst, idx)| *inst == st.lex.inst && *idx == lw.idx);
-        if !same {
-            lw.node_core.clear();
-            lw.node_states.clear();
-            lw.next.clear();
-            lw.nodes.clear();
-            lw.key_memo.clear();
-            lw.slot_memo.clear();
-            let mut idx = lw.learnt_for.take().map(|(_, v)| v).unwrap_or_default();
-            idx.clone_from(&lw.idx);
-            lw.learnt_for = Some((st.lex.inst, idx));
+        if lw.learnt_inst != Some(st.lex.inst) || lw.learnt_idx != lw.idx {
+            lw.forget();
+            lw.learnt_inst = Some(st.lex.inst);
+            lw.learnt_idx.clone_from(&lw.idx);
         }
         let base = lw.intern(st.lex.core, 0);
         lw.path.push(base);
@@ -881,6 +870,16 @@ impl Matcher {
 }
 
 impl LexWalk {
+    /// Drops the nodes, their successors and the viability memos.
+    fn forget(&mut self) {
+        self.node_core.clear();
+        self.node_states.clear();
+        self.next.clear();
+        self.nodes.clear();
+        self.key_memo.clear();
+        self.slot_memo.clear();
+    }
+
     /// The node of decoder `core` and the DFA states at `states[from..from + idx.len()]`,
     /// added when new.
     fn intern(&mut self, mut core: Core, from: usize) -> u32 {
