@@ -58,36 +58,60 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
+/// A file that held no case, and why.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    /// The file.
+    pub file: String,
+    /// Why it was not read as cases (the parser's message).
+    pub reason: String,
+}
+
+/// What [`load`] found: the cases, and the files it could not read as cases.
+#[derive(Debug, Clone, Default)]
+pub struct Corpus {
+    /// Every case, in file order.
+    pub cases: Vec<Case>,
+    /// Files that are not in either form (not JSON, or JSON of another shape, such as a
+    /// manifest), so a caller can report and count them.
+    pub skipped: Vec<Skipped>,
+}
+
 /// Loads every case from the given files and directories (recursively, `.json` files).
 ///
 /// A file holding an object with `schema` and `tests` is one case (MaskBench form); a file
-/// holding an array of such objects is a Test-Suite file with one case per element. Other
-/// JSON files (for example a manifest) are skipped.
-pub fn load(paths: &[PathBuf]) -> Result<Vec<Case>> {
+/// holding an array of such objects is a Test-Suite file with one case per element. Any other
+/// file (not JSON, or JSON of another shape, for example a manifest) is listed in
+/// [`Corpus::skipped`] with the reason.
+pub fn load(paths: &[PathBuf]) -> Result<Corpus> {
     let mut files = Vec::new();
     for p in paths {
         collect(p, &mut files)?;
     }
-    let mut cases = Vec::new();
+    let mut corpus = Corpus::default();
     for f in files {
         let text =
             std::fs::read_to_string(&f).with_context(|| format!("reading {}", f.display()))?;
         let name = f.display().to_string();
         let trimmed = text.trim_start();
-        let raw: Vec<RawCase> = if trimmed.starts_with('[') {
-            match serde_json::from_str(&text) {
-                Ok(v) => v,
-                Err(_) => continue,
-            }
+        let parsed = if trimmed.starts_with('[') {
+            serde_json::from_str::<Vec<RawCase>>(&text)
         } else {
-            match serde_json::from_str::<RawCase>(&text) {
-                Ok(c) => vec![c],
-                Err(_) => continue,
+            serde_json::from_str::<RawCase>(&text).map(|c| vec![c])
+        };
+        let raw = match parsed {
+            Ok(raw) => raw,
+            Err(e) => {
+                corpus.skipped.push(Skipped {
+                    file: name,
+                    reason: e.to_string(),
+                });
+                continue;
             }
         };
         let many = raw.len() > 1 || trimmed.starts_with('[');
         for (i, c) in raw.into_iter().enumerate() {
-            cases.push(Case {
+            corpus.cases.push(Case {
                 file: if many {
                     format!("{name}#{i}")
                 } else {
@@ -105,5 +129,5 @@ pub fn load(paths: &[PathBuf]) -> Result<Vec<Case>> {
             });
         }
     }
-    Ok(cases)
+    Ok(corpus)
 }

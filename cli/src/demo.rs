@@ -1,6 +1,11 @@
 //! `stencil demo`: the examples of `cli/demo/examples.json` on the default model, each run
-//! constrained (output checked against its schema by an independent validator) and then
-//! unconstrained with the same prompt and budget, for a side-by-side tokens/s figure.
+//! constrained (output checked against its schema by an independent validator, and its content
+//! against what the answer must contain) and then unconstrained with the same prompt and
+//! budget, for a side-by-side tokens/s figure.
+//!
+//! Each example is a chat: a system message, a worked example (one user turn and the answer
+//! it should get), then the question. The schema stays out of the prompt: the grammar enforces
+//! it, and a small model shown a schema tends to echo it instead of answering.
 
 use std::io::Write;
 use std::time::Instant;
@@ -19,9 +24,47 @@ const EXAMPLES: &str = include_str!("../demo/examples.json");
 struct Example {
     name: String,
     about: String,
+    system: String,
+    /// A worked example: a question and the answer it should get.
+    shot: Shot,
     prompt: String,
     schema: Value,
+    /// What a right answer contains (see [`contains`]).
+    expect: Value,
     max_tokens: usize,
+}
+
+#[derive(Deserialize)]
+struct Shot {
+    user: String,
+    assistant: Value,
+}
+
+impl Example {
+    /// The chat sent to the model.
+    fn messages(&self) -> Vec<Message> {
+        vec![
+            Message::new("system", self.system.clone()),
+            Message::new("user", self.shot.user.clone()),
+            Message::new("assistant", self.shot.assistant.to_string()),
+            Message::new("user", self.prompt.clone()),
+        ]
+    }
+}
+
+/// Whether `answer` contains `expected`: an object every key of `expected` with a value that
+/// contains the expected one, an array an element containing each expected element, and any
+/// other value the same value.
+fn contains(answer: &Value, expected: &Value) -> bool {
+    match (answer, expected) {
+        (Value::Object(a), Value::Object(e)) => e
+            .iter()
+            .all(|(k, v)| a.get(k).is_some_and(|got| contains(got, v))),
+        (Value::Array(a), Value::Array(e)) => {
+            e.iter().all(|v| a.iter().any(|got| contains(got, v)))
+        }
+        _ => answer == expected,
+    }
 }
 
 /// Arguments of `stencil demo`.
@@ -43,22 +86,17 @@ pub struct Args {
     temp: f32,
 }
 
-fn request(example: &Example, schema: Option<&Value>, args: &Args) -> Request {
+fn request(example: &Example, constrained: bool, args: &Args) -> Request {
     let mut options = GenerateOptions {
         max_tokens: example.max_tokens,
         seed: args.seed,
         ..GenerateOptions::default()
     };
     options.sampler.temperature = args.temp;
-    let mut prompt = example.prompt.clone();
-    if schema.is_none() {
-        // The unconstrained run sees the same schema text in its prompt.
-        prompt = prompt.replace(generate::SCHEMA_PLACEHOLDER, &example.schema.to_string());
-    }
     Request {
-        prompt: Prompt::Chat(vec![Message::new("user", prompt)]),
-        schema: schema.cloned(),
-        schema_in_prompt: SchemaInPrompt::Auto,
+        prompt: Prompt::Chat(example.messages()),
+        schema: constrained.then(|| example.schema.clone()),
+        schema_in_prompt: SchemaInPrompt::Off,
         options,
     }
 }
@@ -81,43 +119,53 @@ pub fn run(args: Args) -> Result<()> {
         t0.elapsed().as_secs_f64()
     );
     let mut failures = Vec::new();
+    let mut content_passed = 0usize;
+    let n_examples = examples.len();
     let (mut c_tokens, mut c_ms, mut u_tokens, mut u_ms) = (0usize, 0f64, 0usize, 0f64);
     for example in examples {
         println!("\n== {}: {}", example.name, example.about);
         println!("schema: {}", example.schema);
+        println!("question: {}", example.prompt);
         let validator = jsonschema::draft202012::options()
             .should_validate_formats(true)
             .build(&example.schema)
             .map_err(|e| anyhow::anyhow!("the example schema {} is invalid: {e}", example.name))?;
-        let out = run_one(
-            &mut generator,
-            &request(example, Some(&example.schema), &args),
-        )?;
-        let verdict = match serde_json::from_str::<Value>(&out.text) {
-            Ok(v) if out.complete && validator.is_valid(&v) => "valid JSON, validates",
-            Ok(_) if !out.complete => "incomplete",
+        print!("answer: ");
+        let out = run_one(&mut generator, &request(example, true, &args))?;
+        let (verdict, content) = match serde_json::from_str::<Value>(&out.text) {
+            Ok(v) if out.complete && validator.is_valid(&v) => {
+                ("valid JSON, validates", contains(&v, &example.expect))
+            }
+            Ok(_) if !out.complete => {
+                failures.push(format!(
+                    "{}: the document is incomplete ({:?})",
+                    example.name, out.stop
+                ));
+                ("INCOMPLETE", false)
+            }
             Ok(v) => {
                 let errors: Vec<String> =
                     validator.iter_errors(&v).map(|e| e.to_string()).collect();
                 failures.push(format!("{}: {}", example.name, errors.join("; ")));
-                "INVALID"
+                ("INVALID", false)
             }
             Err(e) => {
                 failures.push(format!("{}: not JSON: {e}", example.name));
-                "NOT JSON"
+                ("NOT JSON", false)
             }
         };
-        if verdict == "incomplete" {
-            failures.push(format!(
-                "{}: the document is incomplete ({:?})",
-                example.name, out.stop
-            ));
-        }
-        println!("-> {verdict}; {}", stats(&out));
+        content_passed += usize::from(content);
+        println!("schema: {verdict}");
+        println!(
+            "content: {} (a right answer contains {})",
+            if content { "passed" } else { "FAILED" },
+            example.expect
+        );
+        println!("{}", stats(&out));
         c_tokens += out.completion_tokens;
         c_ms += out.timing.decode_ms;
         if !args.no_compare {
-            let free = request(example, None, &args);
+            let free = request(example, false, &args);
             let mut sink = |_: &str| true;
             let u = generator.generate(&free, &mut sink)?;
             let parses = serde_json::from_str::<Value>(u.text.trim()).is_ok();
@@ -148,6 +196,11 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     println!();
+    println!(
+        "content checks: {content_passed} of {n_examples} passed; schema checks: {} of \
+         {n_examples} passed",
+        n_examples - failures.len()
+    );
     if !failures.is_empty() {
         bail!(
             "{} example(s) failed:\n{}",

@@ -18,9 +18,10 @@ pub fn assets_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("assets"))
 }
 
-/// The default model under the assets directory.
+/// The default model under the assets directory: SmolLM2-135M-Instruct, a small instruct
+/// model that follows prompts (`cargo xtask fetch-assets`).
 pub fn default_model() -> PathBuf {
-    assets_dir().join("models/gemma-3-270m-q4_k_m.gguf")
+    assets_dir().join("models/smollm2-135m-instruct-q4_1.gguf")
 }
 
 /// The default model for MLX: the f16 folder `cargo xtask convert-model` writes from the
@@ -29,8 +30,8 @@ pub fn default_mlx_model() -> PathBuf {
     assets_dir().join("models/gemma-3-270m-f16")
 }
 
-/// The tokenizer matching the default model.
-pub fn default_tokenizer() -> PathBuf {
+/// The tokenizer of the MLX default model when its folder has none.
+fn gemma_tokenizer() -> PathBuf {
     assets_dir().join("tokenizers/gemma3/tokenizer.json")
 }
 
@@ -41,13 +42,14 @@ pub struct ModelArgs {
     /// `mlx` feature).
     #[arg(long, value_enum, default_value_t = Runtime::Llama)]
     pub runtime: Runtime,
-    /// GGUF model, or with `--runtime mlx` a model folder (default: the Gemma 3 270M model
-    /// fetched by `cargo xtask fetch-assets`, for MLX the folder `cargo xtask convert-model`
-    /// writes from it).
+    /// GGUF model, or with `--runtime mlx` a model folder (default: SmolLM2-135M-Instruct,
+    /// fetched by `cargo xtask fetch-assets`; for MLX the Gemma 3 270M folder `cargo xtask
+    /// convert-model` writes).
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// `tokenizer.json` matching the model (default: the Gemma 3 tokenizer; with
-    /// `--runtime mlx`, the model folder's own if it has one).
+    /// A `tokenizer.json` to use instead of the model's own vocabulary (a GGUF file carries
+    /// its own; it is checked against the model and refused if it belongs to another). With
+    /// `--runtime mlx`, default: the model folder's own, else the Gemma 3 tokenizer.
     #[arg(long)]
     pub tokenizer: Option<PathBuf>,
     /// Context size in tokens.
@@ -69,20 +71,45 @@ impl ModelArgs {
 
     /// Loads the model and tokenizer into a generator.
     pub fn load(&self) -> Result<Generator<AnyModel>> {
-        let model = match self.runtime {
-            Runtime::Llama => AnyModel::Llama(self.load_llama()?),
-            Runtime::Mlx => self.load_mlx()?,
-        };
-        let tok_path = self.tokenizer.clone().unwrap_or_else(|| {
-            let own = self.model_path().join("tokenizer.json");
-            if self.runtime == Runtime::Mlx && own.is_file() {
-                own
-            } else {
-                default_tokenizer()
+        let (model, tokenizer) = match self.runtime {
+            Runtime::Llama => {
+                let model = self.load_llama()?;
+                (AnyModel::Llama(model), self.llama_tokenizer()?)
             }
-        });
-        let tokenizer = Arc::new(Tokenizer::from_file(&tok_path)?);
-        Ok(Generator::new(model, tokenizer)?)
+            Runtime::Mlx => {
+                let model = self.load_mlx()?;
+                let path = self.tokenizer.clone().unwrap_or_else(|| {
+                    let own = self.model_path().join("tokenizer.json");
+                    if own.is_file() {
+                        own
+                    } else {
+                        gemma_tokenizer()
+                    }
+                });
+                (model, Tokenizer::from_file(&path)?)
+            }
+        };
+        Ok(Generator::new(model, Arc::new(tokenizer))?)
+    }
+
+    /// The GGUF file's own tokenizer, or the `--tokenizer` override once it is checked against
+    /// the file's vocabulary.
+    fn llama_tokenizer(&self) -> Result<Tokenizer> {
+        let model_path = self.model_path();
+        let own = runtime_llama::load_tokenizer(&model_path)
+            .with_context(|| format!("reading the vocabulary of {}", model_path.display()))?;
+        let Some(path) = &self.tokenizer else {
+            return Ok(own);
+        };
+        let other = Tokenizer::from_file(path)?;
+        runtime_llama::check_tokenizer(own.vocab(), other.vocab()).map_err(|mismatch| {
+            anyhow!(
+                "the tokenizer {} does not belong to the model {}: {mismatch}",
+                path.display(),
+                model_path.display()
+            )
+        })?;
+        Ok(other)
     }
 
     #[cfg(feature = "mlx")]
@@ -241,5 +268,13 @@ pub fn run(args: Args) -> Result<()> {
         t.mask_us_mean,
         t.compile_ms
     );
+    if request.schema.is_some() && !out.complete {
+        return Err(anyhow!(
+            "the document is incomplete: generation stopped ({:?}) after {} tokens before the \
+             schema's document could be closed (raise --max-tokens)",
+            out.stop,
+            out.completion_tokens
+        ));
+    }
     Ok(())
 }

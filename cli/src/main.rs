@@ -8,6 +8,8 @@ mod maskbench;
 mod runtime;
 mod serve;
 
+use std::process::ExitCode;
+
 use clap::{Parser, Subcommand};
 
 /// Structured generation that follows a JSON Schema exactly.
@@ -32,13 +34,57 @@ enum Command {
     Serve(serve::Args),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
         Command::Chat(args) => chat::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Maskbench(args) => maskbench::run(args),
         Command::Serve(args) => serve::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line, `: `-separated, leaving out a cause whose text the
+/// message before it already contains (many errors repeat their source in their message).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_repeated_in_its_message_is_printed_once() {
+        #[derive(Debug)]
+        struct Inner;
+        impl std::fmt::Display for Inner {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("no such file")
+            }
+        }
+        impl std::error::Error for Inner {}
+        let e = anyhow::Error::new(Inner).context("loading m.gguf: no such file");
+        assert_eq!(error_chain(&e), "loading m.gguf: no such file");
+        let e = anyhow::Error::new(Inner).context("loading m.gguf");
+        assert_eq!(error_chain(&e), "loading m.gguf: no such file");
     }
 }

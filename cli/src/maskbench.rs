@@ -166,7 +166,14 @@ pub fn run(args: Args) -> Result<()> {
         args.backend.name(),
         t0.elapsed().as_secs_f64() * 1e3
     );
-    let cases = corpus::load(&args.inputs)?;
+    let loaded = corpus::load(&args.inputs)?;
+    for skipped in &loaded.skipped {
+        eprintln!(
+            "skipped {}: not a schema with tests: {}",
+            skipped.file, skipped.reason
+        );
+    }
+    let cases = loaded.cases;
     let options = if args.validation {
         Options::validation()
     } else {
@@ -265,6 +272,8 @@ pub fn run(args: Args) -> Result<()> {
         "tokenizer": args.tokenizer.display().to_string(),
         "backend": args.backend.name(),
         "files": total,
+        "skipped_files": loaded.skipped.len(),
+        "skipped": loaded.skipped.iter().map(|s| json!({"file": s.file, "reason": s.reason})).collect::<Vec<_>>(),
         "compiled": counts.compiled,
         "compile_errors": counts.compile_errors,
         "unsupported": counts.unsupported,
@@ -290,8 +299,12 @@ fn print_summary(out: &Value) {
     let m = &out["mask_us"];
     let c = &out["compile_ms"];
     eprintln!(
-        "schemas {} compiled {} unsupported {} compile errors {}",
-        out["files"], out["compiled"], out["unsupported"], out["compile_errors"]
+        "schemas {} compiled {} unsupported {} compile errors {}; files skipped {}",
+        out["files"],
+        out["compiled"],
+        out["unsupported"],
+        out["compile_errors"],
+        out["skipped_files"]
     );
     eprintln!(
         "valid accepted {} rejected {}; invalid rejected {} accepted {}",

@@ -62,6 +62,125 @@ fn the_demo_example_validates_on_the_default_model() {
     );
     assert!(stdout.contains("valid JSON, validates"), "{stdout}");
     assert!(stdout.contains("stats: constrained"), "{stdout}");
+    // The content check: greedy decoding finds Nigeria in Africa.
+    assert!(stdout.contains("content: passed"), "{stdout}");
+    let answer = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("answer: "))
+        .unwrap_or_else(|| panic!("no answer line in:\n{stdout}"));
+    let answer: serde_json::Value = serde_json::from_str(answer).expect("the answer is JSON");
+    let expected = serde_json::json!({"name": "Nigeria", "continent": "Africa"});
+    assert!(
+        answer
+            .as_array()
+            .is_some_and(|items| items.contains(&expected)),
+        "{answer}"
+    );
+}
+
+const CITY_SCHEMA: &str = r#"{"type":"object","properties":{"city":{"type":"string"},"population":{"type":"integer","minimum":0}},"required":["city","population"]}"#;
+
+/// `stencil generate` on a GGUF file with no `--tokenizer`: the file's own vocabulary.
+fn generate_on(model: Option<&str>, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "generate",
+        "--schema",
+        CITY_SCHEMA,
+        "--prompt",
+        "Lagos has about 15 million people. Give the city and its population as JSON.",
+    ];
+    if !extra.contains(&"--max-tokens") {
+        args.extend(["--max-tokens", "48"]);
+    }
+    if let Some(m) = model {
+        args.extend(["--model", m]);
+    }
+    args.extend_from_slice(extra);
+    stencil(&args)
+}
+
+#[test]
+fn both_default_models_generate_without_a_tokenizer_file() {
+    let gemma = format!("{}/models/gemma-3-270m-q4_k_m.gguf", support::assets());
+    for model in [None, Some(gemma.as_str())] {
+        let out = generate_on(model, &[]);
+        let stdout = text(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{model:?}\nstdout:\n{stdout}\nstderr:\n{}",
+            text(&out.stderr)
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+        assert!(
+            doc["city"].is_string() && doc["population"].is_u64(),
+            "{doc}"
+        );
+    }
+}
+
+#[test]
+fn a_tokenizer_of_another_model_is_refused() {
+    for name in ["llama3", "qwen3", "llama2"] {
+        let tok = format!("{}/tokenizers/{name}/tokenizer.json", support::assets());
+        let gemma = format!("{}/models/gemma-3-270m-q4_k_m.gguf", support::assets());
+        let out = generate_on(Some(&gemma), &["--tokenizer", &tok]);
+        assert!(!out.status.success(), "{name} was accepted");
+        let err = text(&out.stderr);
+        assert!(
+            err.contains("does not belong to the model"),
+            "{name}: {err}"
+        );
+        assert!(err.contains(&tok), "{name}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // The model's own tokenizer.json passes the check.
+    let tok = format!("{}/tokenizers/gemma3/tokenizer.json", support::assets());
+    let gemma = format!("{}/models/gemma-3-270m-q4_k_m.gguf", support::assets());
+    let out = generate_on(Some(&gemma), &["--tokenizer", &tok]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn an_incomplete_document_is_a_failure() {
+    let out = generate_on(None, &["--max-tokens", "1"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("incomplete"), "{err}");
+    assert!(err.contains("--max-tokens"), "{err}");
+}
+
+#[test]
+fn errors_are_printed_once() {
+    let out = stencil(&[
+        "generate",
+        "--model",
+        "/nonexistent/m.gguf",
+        "--prompt",
+        "hi",
+    ]);
+    let err = text(&out.stderr);
+    assert!(!err.contains("Caused by"), "{err}");
+    assert_eq!(err.matches("/nonexistent/m.gguf").count(), 1, "{err}");
+}
+
+#[test]
+fn maskbench_reports_a_file_it_cannot_read() {
+    let dir = std::env::temp_dir().join(format!("stencil-maskbench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a.json"),
+        r#"{"schema": {"type": "integer"}, "tests": [{"data": 3, "valid": true}]}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("b.json"), "{ not json").unwrap();
+    let tok = format!("{}/tokenizers/llama3/tokenizer.json", support::assets());
+    let out = stencil(&["maskbench", "--tokenizer", &tok, dir.to_str().unwrap()]);
+    let err = text(&out.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("skipped") && err.contains("b.json"), "{err}");
+    assert!(err.contains("files skipped 1"), "{err}");
 }
 
 #[cfg(not(feature = "mlx"))]

@@ -203,11 +203,28 @@ impl<M: Model> std::fmt::Debug for Generator<M> {
 
 const MASK_CACHE_BYTES: usize = 64 << 20;
 
+/// The most logits a model may have past its tokenizer's ids (embedding padding) before they
+/// are taken to belong to different models; a sixty-fourth of the logits if that is more.
+const MAX_PADDING: usize = 1024;
+
 impl<M: Model> Generator<M> {
     /// Pairs `model` with `tokenizer`, checking that their vocabularies agree.
     pub fn new(model: M, tokenizer: Arc<Tokenizer>) -> Result<Generator<M>, GenerateError> {
         let vocab = tokenizer.vocab().clone();
         let n_logits = model.vocab_size();
+        // A model may pad its embedding past the tokenizer's last id, by a little: a
+        // vocabulary far smaller than the logits belongs to another model.
+        let padding = n_logits.saturating_sub(vocab.len());
+        if padding > MAX_PADDING.max(n_logits / 64) {
+            return Err(GenerateError::VocabMismatch {
+                model: n_logits,
+                tokenizer: vocab.len(),
+                detail: format!(
+                    "the model has {padding} more logits than the tokenizer has tokens: they \
+                     belong to different models"
+                ),
+            });
+        }
         if n_logits < vocab.len() {
             // Tolerate only special tokens past the model's embedding (e.g. multimodal
             // placeholders a text model does not have).

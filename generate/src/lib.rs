@@ -32,4 +32,4 @@ pub use engine::{GenerateOptions, Generator, Output, Prompt, Request, StopReason
 pub use error::GenerateError;
 pub use model::{Model, ModelError};
 pub use template::{ChatTemplate, Message, SCHEMA_PLACEHOLDER, SchemaInPrompt};
-pub use tokenizer::Tokenizer;
+pub use tokenizer::{TextEncoder, Tokenizer};

@@ -1,4 +1,6 @@
-//! The tokenizer: a Hugging Face `tokenizer.json` with its `tokenizer_config.json`.
+//! The tokenizer: a Hugging Face `tokenizer.json` with its `tokenizer_config.json`, or any
+//! other source of token bytes and a text encoder (a GGUF file's own vocabulary, through a
+//! runtime, see [`Tokenizer::from_parts`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,11 +11,33 @@ use vocab_index::{TokenId, TokenizerConfig, Vocabulary};
 use crate::error::GenerateError;
 use crate::template::ChatTemplate;
 
+/// Turns text into token ids: the part of a tokenizer that [`Tokenizer`] does not compute from
+/// its vocabulary. Implemented by runtimes that bring their own tokenizer (llama.cpp for a GGUF
+/// file).
+pub trait TextEncoder: Send + Sync + std::fmt::Debug {
+    /// Encodes `text`. With `add_special`, the tokenizer adds its prefix tokens (for example
+    /// BOS); special tokens written in the text are recognized either way.
+    ///
+    /// # Errors
+    ///
+    /// A message saying why the text cannot be encoded.
+    fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>, String>;
+}
+
+/// Where a [`Tokenizer`]'s encoder comes from.
+#[derive(Debug)]
+enum Encoder {
+    /// A Hugging Face `tokenizer.json`.
+    Hf(Box<tokenizers::Tokenizer>),
+    /// A runtime's own.
+    External(Box<dyn TextEncoder>),
+}
+
 /// A tokenizer and what comes with it: the exact bytes of every token (for masks), the special
 /// tokens, and the chat template.
 #[derive(Debug)]
 pub struct Tokenizer {
-    inner: tokenizers::Tokenizer,
+    encoder: Encoder,
     vocab: Arc<Vocabulary>,
     template: Option<ChatTemplate>,
     path: PathBuf,
@@ -59,11 +83,27 @@ impl Tokenizer {
             _ => None,
         };
         Ok(Tokenizer {
-            inner,
+            encoder: Encoder::Hf(Box::new(inner)),
             vocab: Arc::new(vocab),
             template,
             path: path.to_path_buf(),
         })
+    }
+
+    /// A tokenizer from parts: every token's bytes and the special ids, an encoder for prompts,
+    /// and an optional chat template; `source` names where they came from (for messages).
+    pub fn from_parts(
+        vocab: Vocabulary,
+        encoder: Box<dyn TextEncoder>,
+        template: Option<ChatTemplate>,
+        source: impl Into<PathBuf>,
+    ) -> Tokenizer {
+        Tokenizer {
+            encoder: Encoder::External(encoder),
+            vocab: Arc::new(vocab),
+            template,
+            path: source.into(),
+        }
     }
 
     /// Every token's bytes and the special ids.
@@ -76,7 +116,8 @@ impl Tokenizer {
         self.template.as_ref()
     }
 
-    /// Where the tokenizer was loaded from.
+    /// Where the tokenizer was loaded from (a `tokenizer.json`, or the model file whose own
+    /// vocabulary it is).
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -84,12 +125,17 @@ impl Tokenizer {
     /// Encodes text. With `add_special`, the tokenizer's own template adds its prefix tokens
     /// (for example BOS); special tokens written in the text are recognized either way.
     pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<TokenId>, GenerateError> {
-        let enc = self
-            .inner
-            .encode(text, add_special)
-            .map_err(|e| GenerateError::Tokenizer(e.to_string()))?;
-        enc.get_ids()
-            .iter()
+        let ids = match &self.encoder {
+            Encoder::Hf(inner) => inner
+                .encode(text, add_special)
+                .map_err(|e| GenerateError::Tokenizer(e.to_string()))?
+                .get_ids()
+                .to_vec(),
+            Encoder::External(encoder) => encoder
+                .encode(text, add_special)
+                .map_err(GenerateError::Tokenizer)?,
+        };
+        ids.iter()
             .map(|&i| {
                 TokenId::new(i)
                     .ok_or_else(|| GenerateError::Tokenizer(format!("token id {i} too large")))

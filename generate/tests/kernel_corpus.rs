@@ -46,7 +46,17 @@ fn corpus() -> Option<&'static Corpus> {
     let data = shared_data()?;
     Some(CORPUS.get_or_init(|| {
         let dir = data.join("jsonschemabench-sample");
-        let cases = corpus::load(std::slice::from_ref(&dir)).expect("the corpus loads");
+        let loaded = corpus::load(std::slice::from_ref(&dir)).expect("the corpus loads");
+        // The sample's manifest is the one file that holds no case.
+        assert!(
+            loaded
+                .skipped
+                .iter()
+                .all(|s| s.file.ends_with("MANIFEST.json")),
+            "{:?}",
+            loaded.skipped
+        );
+        let cases = loaded.cases;
         assert!(
             cases.len() > 500,
             "{} cases in {}",

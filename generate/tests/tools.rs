@@ -549,3 +549,29 @@ fn hermes_format_with_the_qwen3_template() {
         .unwrap();
     assert_eq!(reply, Reply::Text("Sunny.".into()));
 }
+
+/// A model whose logits are far wider than the tokenizer's vocabulary belongs to another
+/// tokenizer: refused with both sizes named, not padded over.
+#[test]
+fn a_model_and_a_vocabulary_of_other_sizes_are_refused() {
+    let tok = load("llama2");
+    let wide = 262_144;
+    let model = Scripted {
+        tok: tok.clone(),
+        plain: vec![0.0; wide],
+        scripts: Vec::new(),
+        request: 0,
+        in_prompt: true,
+        generated: Vec::new(),
+        past: 0,
+        logits: vec![0.0; wide],
+    };
+    match Generator::new(model, tok.clone()) {
+        Err(e @ GenerateError::VocabMismatch { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("262144") && text.contains("32000"), "{text}");
+        }
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("accepted a 32000-token vocabulary for 262144 logits"),
+    }
+}

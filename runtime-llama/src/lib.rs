@@ -45,6 +45,13 @@
 //! # }
 //! ```
 //!
+//! # Its own tokenizer
+//!
+//! A GGUF file carries its vocabulary and chat template; [`load_tokenizer`] turns them into a
+//! [`generate::Tokenizer`] (token bytes, special and end-of-generation tokens, the template and
+//! llama.cpp's own encoder), so a model needs nothing else. [`check_tokenizer`] refuses a
+//! `tokenizer.json` that belongs to another model.
+//!
 //! # Loading
 //!
 //! [`LlamaModel::load`] takes a [`LlamaConfig`]:
@@ -128,10 +135,12 @@ mod backend;
 pub mod config;
 pub mod info;
 mod model;
+mod tokenizer;
 pub mod vocab;
 
 pub use config::{LOG_ENV, LlamaConfig, LlamaLog, default_threads};
 pub use generate::{Model, ModelError};
 pub use info::ModelInfo;
 pub use model::LlamaModel;
+pub use tokenizer::{check_tokenizer, load_tokenizer};
 pub use vocab::GgufVocab;

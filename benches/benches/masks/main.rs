@@ -233,8 +233,12 @@ fn main() -> Result<()> {
         None => shared_data_dir().join("jsonschemabench-sample"),
     };
     let corpus_dir = corpus_dir.canonicalize().unwrap_or(corpus_dir);
-    let mut cases = corpus::load(std::slice::from_ref(&corpus_dir))
+    let loaded = corpus::load(std::slice::from_ref(&corpus_dir))
         .with_context(|| format!("loading the corpus at {}", corpus_dir.display()))?;
+    for skipped in &loaded.skipped {
+        eprintln!("skipped {}: {}", skipped.file, skipped.reason);
+    }
+    let mut cases = loaded.cases;
     if let Some(f) = &args.filter {
         cases.retain(|c| c.file.contains(f.as_str()));
     }

@@ -1,0 +1,261 @@
+//! A GGUF file's own tokenizer as a [`generate::Tokenizer`]: every token's bytes, the special
+//! and end-of-generation tokens, the chat template and the text encoder all come from the file,
+//! through llama.cpp, so a GGUF model needs no `tokenizer.json`.
+//!
+//! - Bytes: what llama.cpp's detokenizer writes for the token on its own, control tokens
+//!   rendered as their text (`<eos>`), so that both byte-level BPE (`gpt2`: Llama 3, Qwen,
+//!   SmolLM) and SentencePiece-style (`llama`: Gemma, Llama 2) vocabularies are undone the way
+//!   the model's own runtime undoes them.
+//! - Special: control, unknown and unused tokens. Masks never allow them; the end-of-generation
+//!   tokens are allowed where the grammar accepts.
+//! - End of generation: every token llama.cpp ends generation at (EOS, EOT, `<|im_end|>`, …).
+//! - Chat template: `tokenizer.chat_template`, rendered by `generate`'s Jinja engine.
+//! - Encoder: llama.cpp's tokenizer on a vocabulary-only load of the same file (no weights), so
+//!   the tokenizer lives independently of the model it is paired with.
+//!
+//! [`check_tokenizer`] compares another vocabulary (a `--tokenizer` override) with the file's,
+//! so a `tokenizer.json` that belongs to another model is refused with the mismatch named.
+
+use std::path::{Path, PathBuf};
+
+use generate::{ChatTemplate, ModelError, TextEncoder, Tokenizer};
+use llama_cpp_2::model::LlamaModel as RawModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token_type::LlamaTokenAttr;
+use llama_cpp_2::vocab::LlamaVocab;
+use vocab_index::{TokenId, Vocabulary};
+
+use crate::backend;
+use crate::config::LlamaLog;
+
+/// Loads the tokenizer a GGUF file carries (see the module docs).
+///
+/// # Errors
+///
+/// [`ModelError::Load`] when the file is missing, llama.cpp cannot read its vocabulary, or the
+/// vocabulary or chat template is malformed.
+pub fn load_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer, ModelError> {
+    let path = path.as_ref();
+    let load_error = |reason: String| ModelError::Load {
+        path: path.display().to_string(),
+        reason,
+    };
+    if !path.is_file() {
+        return Err(load_error("no such file".to_owned()));
+    }
+    let _span = tracing::info_span!("gguf_tokenizer", path = %path.display()).entered();
+    let raw = {
+        let backend = backend::lock(LlamaLog::Quiet).map_err(load_error)?;
+        let params = LlamaModelParams::default().with_vocab_only(true);
+        RawModel::load_from_file(&backend, path, &params).map_err(|err| {
+            load_error(format!(
+                "llama.cpp cannot read its vocabulary as a GGUF model: {err}"
+            ))
+        })?
+    };
+    let vocab = vocabulary(&raw.vocab()).map_err(load_error)?;
+    let template = match raw.chat_template(None) {
+        Ok(source) => {
+            let source = source
+                .to_str()
+                .map_err(|_| load_error("its chat template is not UTF-8".to_owned()))?;
+            let text = |id: Option<TokenId>| {
+                id.map(|id| String::from_utf8_lossy(vocab.bytes(id)).into_owned())
+            };
+            let eos = vocab.eos_ids().first().copied();
+            Some(
+                ChatTemplate::new(source, text(vocab.bos_id()), text(eos))
+                    .map_err(|e| load_error(format!("its chat template: {e}")))?,
+            )
+        }
+        Err(_) => None,
+    };
+    let encoder = GgufEncoder {
+        raw,
+        n_vocab: vocab.len(),
+        path: path.to_path_buf(),
+    };
+    Ok(Tokenizer::from_parts(
+        vocab,
+        Box::new(encoder),
+        template,
+        path,
+    ))
+}
+
+/// The vocabulary of a loaded model: bytes, special ids, end-of-generation ids and BOS.
+fn vocabulary(vocab: &LlamaVocab<'_>) -> Result<Vocabulary, String> {
+    let n = usize::try_from(vocab.n_tokens())
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or("the file has no vocabulary")?;
+    let mut pieces: Vec<Vec<u8>> = Vec::with_capacity(n);
+    let mut special = Vec::new();
+    let mut eog = Vec::new();
+    for id in 0..n {
+        let token = llama_token(id)?;
+        let attrs = vocab.attr(token);
+        let mut bytes = Vec::new();
+        vocab.token_to_piece_into(token, &mut bytes, true, None);
+        // A token that cannot stand for text: never in a mask.
+        if attrs.contains(LlamaTokenAttr::Control)
+            || attrs.contains(LlamaTokenAttr::Unknown)
+            || attrs.contains(LlamaTokenAttr::Unused)
+            || attrs.is_empty()
+        {
+            special.push(token_id(id)?);
+        }
+        if vocab.is_eog(token) {
+            eog.push(token_id(id)?);
+        }
+        pieces.push(bytes);
+    }
+    let pick = |token: LlamaToken| {
+        usize::try_from(token.0)
+            .ok()
+            .filter(|&id| id < n)
+            .and_then(|id| token_id(id).ok())
+    };
+    let bos = vocab.should_add_bos().then(|| pick(vocab.bos())).flatten();
+    // EOS first, so it is the one a chat template names.
+    if let Some(eos) = pick(vocab.eos()) {
+        eog.retain(|&id| id != eos);
+        eog.insert(0, eos);
+    }
+    let end_of_turn: Vec<TokenId> = pick(vocab.eot()).into_iter().collect();
+    Vocabulary::new(pieces.iter().map(Vec::as_slice), special)
+        .and_then(|v| v.with_eos_ids(eog))
+        .and_then(|v| v.with_end_of_turn_ids(end_of_turn))
+        .and_then(|v| v.with_bos_id(bos))
+        .map_err(|e| format!("its vocabulary: {e}"))
+}
+
+fn llama_token(id: usize) -> Result<LlamaToken, String> {
+    i32::try_from(id)
+        .map(LlamaToken::new)
+        .map_err(|_| format!("token id {id} does not fit llama.cpp's ids"))
+}
+
+fn token_id(id: usize) -> Result<TokenId, String> {
+    u32::try_from(id)
+        .ok()
+        .and_then(TokenId::new)
+        .ok_or_else(|| format!("token id {id} is past the vocabulary's id limit"))
+}
+
+/// llama.cpp's tokenizer on a vocabulary-only load of a GGUF file.
+struct GgufEncoder {
+    raw: RawModel,
+    n_vocab: usize,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for GgufEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GgufEncoder")
+            .field("path", &self.path)
+            .field("n_vocab", &self.n_vocab)
+            .finish()
+    }
+}
+
+impl TextEncoder for GgufEncoder {
+    fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>, String> {
+        // llama.cpp takes the length as an i32 and its output count must fit one too.
+        if i32::try_from(text.len().saturating_add(2)).is_err() {
+            return Err(format!(
+                "text of {} bytes is too long for llama.cpp's tokenizer",
+                text.len()
+            ));
+        }
+        // Special tokens written in the text are recognized, as `tokenizers` does.
+        self.raw
+            .vocab()
+            .tokenize(text.as_bytes(), add_special, true)
+            .into_iter()
+            .map(|t| {
+                u32::try_from(t.0)
+                    .ok()
+                    .filter(|&id| (id as usize) < self.n_vocab)
+                    .ok_or_else(|| format!("llama.cpp produced token id {}", t.0))
+            })
+            .collect()
+    }
+}
+
+/// How far a vocabulary given for a model (a `tokenizer.json`) may be from the model's own: how
+/// many ids to compare byte for byte, spread over the whole vocabulary.
+const SAMPLED_IDS: usize = 512;
+
+/// Checks that `other` (a tokenizer given for the model whose own vocabulary is `own`) is the
+/// same vocabulary: sizes within the model's padding, the same end-of-sequence token, the same
+/// special ids where both define one, and the same bytes for a spread of ordinary tokens.
+///
+/// # Errors
+///
+/// A message naming each mismatch found.
+pub fn check_tokenizer(own: &Vocabulary, other: &Vocabulary) -> Result<(), String> {
+    let mut problems = Vec::new();
+    let (n_own, n_other) = (own.len(), other.len());
+    // A tokenizer.json may leave out the ids a model pads its embedding with, or add a few
+    // special tokens past them; never more than a small number.
+    let padding = (n_own.abs_diff(n_other) as f64) / (n_own.max(1) as f64);
+    if padding > 0.01 && n_own.abs_diff(n_other) > 256 {
+        problems.push(format!(
+            "vocabulary sizes differ: the model has {n_own} tokens, the tokenizer {n_other}"
+        ));
+    }
+    if let (Some(&eos), false) = (own.eos_ids().first(), other.eos_ids().is_empty())
+        && !other.is_eos(eos)
+    {
+        problems.push(format!(
+            "end of sequence differs: the model's is id {eos} ({:?}), the tokenizer's {:?}",
+            String::from_utf8_lossy(own.bytes(eos)),
+            other
+                .eos_ids()
+                .iter()
+                .map(|&id| format!("id {id}"))
+                .collect::<Vec<_>>()
+        ));
+    }
+    let common = n_own.min(n_other);
+    let step = (common / SAMPLED_IDS).max(1);
+    let mut differ = Vec::new();
+    let mut compared = 0usize;
+    for id in (0..common).step_by(step) {
+        let Some(id) = u32::try_from(id).ok().and_then(TokenId::new) else {
+            break;
+        };
+        if own.is_special(id) || other.is_special(id) {
+            continue;
+        }
+        compared += 1;
+        if own.bytes(id) != other.bytes(id) {
+            differ.push(id);
+        }
+    }
+    if !differ.is_empty() {
+        let examples: Vec<String> = differ
+            .iter()
+            .take(3)
+            .map(|&id| {
+                format!(
+                    "id {id}: model {:?}, tokenizer {:?}",
+                    String::from_utf8_lossy(own.bytes(id)),
+                    String::from_utf8_lossy(other.bytes(id))
+                )
+            })
+            .collect();
+        problems.push(format!(
+            "{} of {compared} sampled tokens have other bytes ({})",
+            differ.len(),
+            examples.join("; ")
+        ));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("; "))
+    }
+}

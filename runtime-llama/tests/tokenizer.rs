@@ -1,0 +1,155 @@
+//! A GGUF file's own tokenizer ([`runtime_llama::load_tokenizer`]) against the `tokenizer.json`
+//! of the same model, and [`runtime_llama::check_tokenizer`] against tokenizers of other models.
+//! Needs the assets of `cargo xtask fetch-assets`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use generate::Tokenizer;
+use runtime_llama::{check_tokenizer, load_tokenizer};
+use vocab_index::TokenId;
+
+/// `STENCIL_ASSETS`, else the workspace's `assets/`.
+fn assets() -> PathBuf {
+    std::env::var_os("STENCIL_ASSETS").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")),
+        PathBuf::from,
+    )
+}
+
+fn gemma() -> PathBuf {
+    assets().join("models/gemma-3-270m-q4_k_m.gguf")
+}
+
+fn smollm2() -> PathBuf {
+    assets().join("models/smollm2-135m-instruct-q4_1.gguf")
+}
+
+fn tokenizer_json(name: &str) -> Result<Tokenizer> {
+    let path = assets().join(format!("tokenizers/{name}/tokenizer.json"));
+    Tokenizer::from_file(&path)
+        .with_context(|| format!("{}: run `cargo xtask fetch-assets`", path.display()))
+}
+
+/// Every id of Gemma 3 has the same bytes from the GGUF as from `tokenizer.json`, the same
+/// EOS and BOS, and text encodes to the same ids.
+#[test]
+fn gemma3_bytes_equal_those_of_its_tokenizer_json() -> Result<()> {
+    let gguf = load_tokenizer(gemma())?;
+    let json = tokenizer_json("gemma3")?;
+    let (a, b) = (gguf.vocab(), json.vocab());
+    // tokenizer.json adds one special token past the model's 262,144 (the image placeholder
+    // of the multimodal Gemma 3 models), which a text model never produces.
+    assert_eq!((a.len(), b.len()), (262_144, 262_145), "vocabulary sizes");
+    let extra = TokenId::new(262_144).context("id")?;
+    assert!(
+        b.is_special(extra),
+        "{:?}",
+        String::from_utf8_lossy(b.bytes(extra))
+    );
+    let mut differ = Vec::new();
+    for i in 0..a.len() {
+        let id = TokenId::new(u32::try_from(i)?).context("id")?;
+        if a.bytes(id) != b.bytes(id) {
+            differ.push(id);
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "{} ids differ, e.g. {:?}",
+        differ.len(),
+        differ
+            .iter()
+            .take(8)
+            .map(|&id| (
+                id,
+                String::from_utf8_lossy(a.bytes(id)).into_owned(),
+                String::from_utf8_lossy(b.bytes(id)).into_owned()
+            ))
+            .collect::<Vec<_>>()
+    );
+    // The ends of generation include the tokenizer.json's EOS, and the template is the file's.
+    for &eos in b.eos_ids() {
+        assert!(
+            a.is_eos(eos),
+            "{eos} is EOS in tokenizer.json but not in the GGUF"
+        );
+    }
+    assert_eq!(a.bos_id(), b.bos_id());
+    // This base model's GGUF carries no chat template (its tokenizer_config.json does).
+    assert!(gguf.chat_template().is_none());
+    // Encoding agrees on plain text and on special tokens written in the text.
+    for text in [
+        "The capital of France is Paris.",
+        "<start_of_turn>user\n{\"a\": [1, 2.5e3]}<end_of_turn>\n",
+        "naïve café — 東京 🙂",
+    ] {
+        assert_eq!(
+            gguf.encode(text, false)?,
+            json.encode(text, false)?,
+            "{text}"
+        );
+    }
+    Ok(())
+}
+
+/// SmolLM2's GGUF (a byte-level BPE vocabulary) is a complete tokenizer: it encodes and decodes
+/// text back to itself, has a chat template and ends at `<|im_end|>`.
+#[test]
+fn smollm2_needs_no_tokenizer_json() -> Result<()> {
+    let tok = load_tokenizer(smollm2())?;
+    let vocab = tok.vocab();
+    assert_eq!(vocab.len(), 49_152);
+    let text = "{\"name\": \"Nigeria\", \"continent\": \"Africa\"} naïve 🙂";
+    let ids = tok.encode(text, false)?;
+    let mut back = Vec::new();
+    for id in &ids {
+        back.extend_from_slice(vocab.bytes(*id));
+    }
+    assert_eq!(String::from_utf8(back)?, text);
+    let im_end = vocab.token_id(b"<|im_end|>").context("<|im_end|>")?;
+    assert!(vocab.is_eos(im_end) && vocab.is_special(im_end));
+    let template = tok.chat_template().context("a chat template")?;
+    assert!(template.source().contains("<|im_start|>"));
+    Ok(())
+}
+
+/// A tokenizer.json of another model is refused with the mismatch named; the model's own
+/// passes.
+#[test]
+fn tokenizers_of_other_models_are_refused() -> Result<()> {
+    let own = load_tokenizer(gemma())?;
+    check_tokenizer(own.vocab(), tokenizer_json("gemma3")?.vocab()).map_err(anyhow::Error::msg)?;
+    for name in ["llama3", "qwen3", "llama2"] {
+        let err = check_tokenizer(own.vocab(), tokenizer_json(name)?.vocab())
+            .expect_err(name)
+            .to_string();
+        assert!(err.contains("sizes differ"), "{name}: {err}");
+        assert!(
+            err.contains("sampled tokens have other bytes"),
+            "{name}: {err}"
+        );
+    }
+    let smol = load_tokenizer(smollm2())?;
+    let err = check_tokenizer(smol.vocab(), tokenizer_json("llama2")?.vocab()).expect_err("llama2");
+    assert!(err.contains("other bytes"), "{err}");
+    Ok(())
+}
+
+#[test]
+fn a_missing_or_bad_file_is_a_clear_error() {
+    let err = load_tokenizer("/nonexistent/m.gguf")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("/nonexistent/m.gguf") && err.contains("no such file"),
+        "{err}"
+    );
+    let dir = std::env::temp_dir().join(format!("stencil-tok-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.gguf");
+    std::fs::write(&bad, b"not a gguf file").unwrap();
+    let err = load_tokenizer(&bad).unwrap_err().to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(err.contains("cannot read its vocabulary"), "{err}");
+}
