@@ -102,6 +102,10 @@ enum Cmd {
         /// Rewrite the baselines from this run.
         #[arg(long)]
         update_baselines: bool,
+        /// Build in the dev profile (optimised in this workspace) instead of release, reusing
+        /// what `cargo xtask test` built: slower suites, no second build.
+        #[arg(long)]
+        dev: bool,
     },
     /// Check formatting and run clippy with warnings denied.
     Lint,
@@ -196,6 +200,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Conformance {
             json,
             update_baselines,
+            dev,
         } => {
             // Relative to where the user stands, not to the repository root cargo runs in.
             let json = match json {
@@ -208,7 +213,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             steps::run(
                 &layout,
-                &steps::conformance(json.as_deref(), update_baselines),
+                &steps::conformance(json.as_deref(), update_baselines, dev),
             )
         }
         Cmd::Lint => steps::run(&layout, &steps::lint()),
@@ -337,6 +342,7 @@ mod tests {
         let Cmd::Conformance {
             json,
             update_baselines,
+            ..
         } = cli.command
         else {
             panic!("wrong command")
@@ -348,7 +354,8 @@ mod tests {
             cli.command,
             Cmd::Conformance {
                 json: None,
-                update_baselines: true
+                update_baselines: true,
+                dev: false
             }
         ));
     }

@@ -2,7 +2,8 @@
 //! path, so a documented command that no longer works fails CI.
 //!
 //! Commands that are quick for real run for real (`setup --check`, `fetch-assets`, which only
-//! verifies by then, `conformance`); the others (`demo`, `test` itself, the benchmarks, the
+//! verifies by then, `mlx-setup` and `convert-model`, done by then, `conformance` in the dev
+//! profile the tests built); the others (`demo`, `test` itself, the benchmarks, the
 //! `stencil` subcommands that load a model) run with `--help`, which at least proves that the
 //! command and its documented name still exist. The step, and a unit test, first read README.md
 //! and fail when it mentions a `cargo xtask <command>` or `stencil <command>` that has no entry
@@ -58,7 +59,8 @@ pub const SMOKE: &[Smoke] = &[
     xtask("fetch-assets", &["fetch-assets"]),
     xtask("mlx-setup", &["mlx-setup"]),
     xtask("convert-model", &["convert-model"]),
-    xtask("conformance", &["conformance"]),
+    // The suites take seconds; `--dev` reuses the test step's build instead of a release one.
+    xtask("conformance", &["conformance", "--dev"]),
     // These build in release mode or run for minutes.
     xtask("demo", &["demo", "--help"]),
     xtask("test", &["test", "--help"]),

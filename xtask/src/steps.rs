@@ -103,21 +103,16 @@ fn test_steps() -> Vec<Step> {
     ]
 }
 
-/// `cargo xtask conformance`: the schema compiler's `conformance` example in release mode,
-/// which runs every suite and compares it with `schema-compiler/baselines/`. The ratchet test
-/// (`schema-compiler/tests/conformance.rs`) is part of `cargo xtask test`.
-pub fn conformance(json: Option<&Path>, update_baselines: bool) -> Vec<Step> {
-    let mut args: Vec<OsString> = [
-        "run",
-        "--release",
-        "-p",
-        "schema-compiler",
-        "--example",
-        "conformance",
-        "--",
-    ]
-    .map(OsString::from)
-    .into();
+/// `cargo xtask conformance`: the schema compiler's `conformance` example in release mode (in
+/// the dev profile with `dev`), which runs every suite and compares it with
+/// `schema-compiler/baselines/`. The ratchet test (`schema-compiler/tests/conformance.rs`) is
+/// part of `cargo xtask test`.
+pub fn conformance(json: Option<&Path>, update_baselines: bool, dev: bool) -> Vec<Step> {
+    let mut args: Vec<OsString> = vec!["run".into()];
+    if !dev {
+        args.push("--release".into());
+    }
+    args.extend(["-p", "schema-compiler", "--example", "conformance", "--"].map(OsString::from));
     if let Some(file) = json {
         args.push("--json".into());
         args.push(file.as_os_str().to_owned());
@@ -539,7 +534,7 @@ mod tests {
 
     #[test]
     fn conformance_runs_the_example_in_release_mode() {
-        let steps = conformance(Some(Path::new("/tmp/c.json")), true);
+        let steps = conformance(Some(Path::new("/tmp/c.json")), true, false);
         assert_eq!(args(&steps[0]), ["<assets>"]);
         assert_eq!(
             args(&steps[1]),
@@ -556,7 +551,18 @@ mod tests {
                 "--update-baselines"
             ]
         );
-        assert_eq!(args(&conformance(None, false)[1]).len(), 7);
+        assert_eq!(args(&conformance(None, false, false)[1]).len(), 7);
+        assert_eq!(
+            args(&conformance(None, false, true)[1]),
+            [
+                "run",
+                "-p",
+                "schema-compiler",
+                "--example",
+                "conformance",
+                "--"
+            ]
+        );
     }
 
     #[test]
