@@ -7,7 +7,9 @@ mod assets;
 mod convert;
 mod fsutil;
 mod mlx;
+mod smoke;
 mod steps;
+mod sysdeps;
 mod tools;
 
 use std::path::PathBuf;
@@ -28,6 +30,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Check the system packages the build and the tests need (compilers, cmake, libclang,
+    /// {fmt}, npm, pip, the `openai` and `jsonschema` Python packages) and install what is
+    /// missing: apt-get as root, else an error naming the command. Other commands check first.
+    Setup {
+        /// Only report; fail when something is missing.
+        #[arg(long)]
+        check: bool,
+    },
     /// Download the tokenizers, the default model and the JSON-Schema-Test-Suite into assets/
     /// (through the cache in $STENCIL_CACHE, default ~/.cache/stencil); verify what is there.
     FetchAssets {
@@ -92,6 +102,10 @@ enum Cmd {
         /// Rewrite the baselines from this run.
         #[arg(long)]
         update_baselines: bool,
+        /// Build in the dev profile (optimised in this workspace) instead of release, reusing
+        /// what `cargo xtask test` built: slower suites, no second build.
+        #[arg(long)]
+        dev: bool,
     },
     /// Check formatting and run clippy with warnings denied.
     Lint,
@@ -166,7 +180,11 @@ fn run(cli: Cli) -> Result<()> {
             force,
         } => convert_model(&layout, gguf, out, tokenizer, force),
         Cmd::Test => steps::run(&layout, &steps::test()),
-        Cmd::MlxSetup => mlx::setup(&layout),
+        Cmd::Setup { check } => sysdeps::setup(check),
+        Cmd::MlxSetup => {
+            sysdeps::ensure(sysdeps::Scope::Build)?;
+            mlx::setup(&layout)
+        }
         Cmd::Demo { runtime } => steps::run(&layout, &steps::demo(runtime == "mlx")),
         Cmd::Bench { name, mut args } => {
             // Output files are relative to where the user stands, not to the package
@@ -182,6 +200,7 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Conformance {
             json,
             update_baselines,
+            dev,
         } => {
             // Relative to where the user stands, not to the repository root cargo runs in.
             let json = match json {
@@ -194,7 +213,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             steps::run(
                 &layout,
-                &steps::conformance(json.as_deref(), update_baselines),
+                &steps::conformance(json.as_deref(), update_baselines, dev),
             )
         }
         Cmd::Lint => steps::run(&layout, &steps::lint()),
@@ -212,8 +231,7 @@ fn convert_model(
     force: bool,
 ) -> Result<()> {
     if gguf.is_none() && out.is_none() && tokenizer.is_none() && !force {
-        convert::convert_default(layout)?;
-        return Ok(());
+        return convert::convert_default(layout);
     }
     // Relative to where the user stands, not to the repository root cargo runs in.
     let cwd = std::env::current_dir().context("reading the current directory")?;
@@ -244,8 +262,7 @@ fn convert_model(
     if !fetch.is_empty() {
         assets::fetch(layout, &fetch, false)?;
     }
-    convert::run(&request)?;
-    Ok(())
+    convert::run(layout, &request)
 }
 
 #[cfg(test)]
@@ -256,6 +273,28 @@ mod tests {
     #[test]
     fn cli_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    /// The smoke step runs subcommands that exist, with arguments they take.
+    #[test]
+    fn smoke_entries_parse() {
+        for s in smoke::SMOKE
+            .iter()
+            .filter(|s| s.program == smoke::Program::Xtask)
+        {
+            let args = std::iter::once("xtask").chain(s.args.iter().copied());
+            match Cli::try_parse_from(args) {
+                Ok(_) => {}
+                Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {}
+                Err(e) => panic!("{:?}: {e}", s.args),
+            }
+        }
+    }
+
+    #[test]
+    fn setup_takes_a_check_flag() {
+        let cli = Cli::try_parse_from(["xtask", "setup", "--check"]).unwrap();
+        assert!(matches!(cli.command, Cmd::Setup { check: true }));
     }
 
     #[test]
@@ -303,6 +342,7 @@ mod tests {
         let Cmd::Conformance {
             json,
             update_baselines,
+            ..
         } = cli.command
         else {
             panic!("wrong command")
@@ -314,7 +354,8 @@ mod tests {
             cli.command,
             Cmd::Conformance {
                 json: None,
-                update_baselines: true
+                update_baselines: true,
+                dev: false
             }
         ));
     }

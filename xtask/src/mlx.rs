@@ -337,7 +337,7 @@ fn fetch_mlx(layout: &Layout, version: &str) -> Result<(Mlx, Done)> {
                 format!("mlx-cpu=={version}"),
             ];
             let cmd = Pip::find()?.command(&pip_dir, args);
-            tools::run_captured(cmd, "downloading the mlx-cpu wheel with `pip download`")?;
+            tools::run_shown(cmd, "downloading the mlx-cpu wheel with `pip download`")?;
             done = Done::Fetched;
             find_wheel(&pip_dir, version)?.with_context(|| {
                 format!(

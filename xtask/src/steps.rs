@@ -1,6 +1,6 @@
-//! The thin subcommands (`test`, `lint`, `ci`, `demo`, `bench`, `conformance`) as lists of steps: fetch
-//! assets, set up the MLX build, then cargo commands run from the repository root. Adding a test step or a benchmark
-//! is one entry in a list here.
+//! The thin subcommands (`test`, `lint`, `ci`, `demo`, `bench`, `conformance`) as lists of
+//! steps: check the system packages, fetch assets, set up the MLX build, then cargo commands run
+//! from the repository root. Adding a test step or a benchmark is one entry in a list here.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -11,10 +11,14 @@ use anyhow::{Context, Result, bail};
 
 use crate::Layout;
 use crate::assets::{self, Asset};
-use crate::{convert, mlx};
+use crate::sysdeps::{self, Scope};
+use crate::{convert, mlx, smoke, tools};
 
 /// One step of a subcommand.
 pub enum Step {
+    /// Check the system packages (and install what is missing, as `cargo xtask setup` does)
+    /// before anything is built.
+    Setup(Scope),
     /// Fetch (or just verify) these assets, as `cargo xtask fetch-assets --only …` would.
     FetchAssets(&'static [Asset]),
     /// `cargo xtask mlx-setup`: what `runtime-mlx`, a workspace member, needs to build on
@@ -30,6 +34,8 @@ pub enum Step {
         /// The arguments after `cargo`.
         args: Vec<OsString>,
     },
+    /// Every command README.md documents, on its quickest path (see [`smoke`]).
+    Smoke,
     /// A bash script of the repository, run from the repository root.
     Script {
         /// What the step is for, printed before it runs.
@@ -52,6 +58,13 @@ where
 
 /// `cargo xtask test`: every test of the workspace.
 pub fn test() -> Vec<Step> {
+    let mut steps = vec![Step::Setup(Scope::Test)];
+    steps.extend(test_steps());
+    steps
+}
+
+/// The steps of `test` after the system check.
+fn test_steps() -> Vec<Step> {
     vec![
         Step::FetchAssets(Asset::ALL),
         Step::MlxSetup,
@@ -85,24 +98,21 @@ pub fn test() -> Vec<Step> {
             title: "OpenAI-client tests against stencil serve",
             path: "server/tests/run-client-tests.sh",
         },
+        // Uses the `stencil` binary built above.
+        Step::Smoke,
     ]
 }
 
-/// `cargo xtask conformance`: the schema compiler's `conformance` example in release mode,
-/// which runs every suite and compares it with `schema-compiler/baselines/`. The ratchet test
-/// (`schema-compiler/tests/conformance.rs`) is part of `cargo xtask test`.
-pub fn conformance(json: Option<&Path>, update_baselines: bool) -> Vec<Step> {
-    let mut args: Vec<OsString> = [
-        "run",
-        "--release",
-        "-p",
-        "schema-compiler",
-        "--example",
-        "conformance",
-        "--",
-    ]
-    .map(OsString::from)
-    .into();
+/// `cargo xtask conformance`: the schema compiler's `conformance` example in release mode (in
+/// the dev profile with `dev`), which runs every suite and compares it with
+/// `schema-compiler/baselines/`. The ratchet test (`schema-compiler/tests/conformance.rs`) is
+/// part of `cargo xtask test`.
+pub fn conformance(json: Option<&Path>, update_baselines: bool, dev: bool) -> Vec<Step> {
+    let mut args: Vec<OsString> = vec!["run".into()];
+    if !dev {
+        args.push("--release".into());
+    }
+    args.extend(["-p", "schema-compiler", "--example", "conformance", "--"].map(OsString::from));
     if let Some(file) = json {
         args.push("--json".into());
         args.push(file.as_os_str().to_owned());
@@ -121,6 +131,13 @@ pub fn conformance(json: Option<&Path>, update_baselines: bool) -> Vec<Step> {
 
 /// `cargo xtask lint`: formatting and clippy.
 pub fn lint() -> Vec<Step> {
+    let mut steps = vec![Step::Setup(Scope::Build)];
+    steps.extend(lint_steps());
+    steps
+}
+
+/// The steps of `lint` after the system check.
+fn lint_steps() -> Vec<Step> {
     vec![
         cargo("formatting", ["fmt", "--all", "--check"]),
         Step::MlxSetup,
@@ -151,10 +168,12 @@ pub fn lint() -> Vec<Step> {
     ]
 }
 
-/// `cargo xtask ci`: lint, then exactly the steps of `cargo xtask test`.
+/// `cargo xtask ci`: one system check (what the tests need), then the steps of `lint`, then
+/// exactly the steps of `cargo xtask test`.
 pub fn ci() -> Vec<Step> {
-    let mut steps = lint();
-    steps.extend(test());
+    let mut steps = vec![Step::Setup(Scope::Test)];
+    steps.extend(lint_steps());
+    steps.extend(test_steps());
     steps
 }
 
@@ -163,7 +182,10 @@ pub fn ci() -> Vec<Step> {
 /// unconstrained tokens/s side by side. With `mlx`, on the MLX runtime: the build set up and the
 /// model converted first, the binary built with the `mlx` feature.
 pub fn demo(mlx: bool) -> Vec<Step> {
-    let mut steps = vec![Step::FetchAssets(&[Asset::Tokenizers, Asset::Model])];
+    let mut steps = vec![
+        Step::Setup(Scope::Build),
+        Step::FetchAssets(&[Asset::Tokenizers, Asset::Model]),
+    ];
     let mut args: Vec<OsString> = ["run", "--release", "-p", "cli"].map(OsString::from).into();
     if mlx {
         steps.push(Step::MlxSetup);
@@ -175,7 +197,8 @@ pub fn demo(mlx: bool) -> Vec<Step> {
         args.extend(["--runtime", "mlx"].map(OsString::from));
     }
     steps.push(Step::Cargo {
-        title: "the demo: structured extraction on the default model",
+        title: "the demo: building the release binary and running it (the first build compiles \
+                llama.cpp and takes minutes)",
         args,
     });
     steps
@@ -259,7 +282,7 @@ pub fn bench(name: &str, extra: &[String]) -> Result<Vec<Step>> {
         args.push("--".into());
         args.extend(extra.iter().map(OsString::from));
     }
-    let mut steps = Vec::with_capacity(4);
+    let mut steps = vec![Step::Setup(Scope::Build)];
     if !bench.assets.is_empty() {
         steps.push(Step::FetchAssets(bench.assets));
     }
@@ -300,6 +323,11 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
     for (i, step) in steps.iter().enumerate() {
         let started = Instant::now();
         let title = match step {
+            Step::Setup(scope) => {
+                println!("==> [{}/{n}] system packages", i + 1);
+                sysdeps::ensure(*scope)?;
+                "system packages".to_owned()
+            }
             Step::FetchAssets(only) => {
                 println!("==> [{}/{n}] assets", i + 1);
                 assets::fetch(layout, only, false)?;
@@ -315,8 +343,13 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
                 convert::convert_default(layout)?;
                 "convert-model".to_owned()
             }
+            Step::Smoke => {
+                println!("==> [{}/{n}] every command README.md documents", i + 1);
+                smoke::run(layout)?;
+                "smoke".to_owned()
+            }
             Step::Cargo { title, args } => {
-                let mut cmd = Command::new(cargo_program());
+                let mut cmd = Command::new(tools::cargo_program());
                 cmd.args(args);
                 let shown = std::iter::once("cargo".into())
                     .chain(args.iter().map(|a| a.to_string_lossy()))
@@ -364,11 +397,6 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
     Ok(())
 }
 
-/// The cargo that runs xtask, so the same toolchain does the work.
-fn cargo_program() -> OsString {
-    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -376,6 +404,8 @@ mod tests {
     fn args(step: &Step) -> Vec<String> {
         match step {
             Step::Cargo { args, .. } => args.iter().map(|a| a.to_string_lossy().into()).collect(),
+            Step::Setup(_) => vec!["<setup>".into()],
+            Step::Smoke => vec!["<smoke>".into()],
             Step::FetchAssets(_) => vec!["<assets>".into()],
             Step::MlxSetup => vec!["<mlx-setup>".into()],
             Step::ConvertModel => vec!["<convert-model>".into()],
@@ -385,14 +415,28 @@ mod tests {
 
     #[test]
     fn ci_is_lint_then_test() {
-        let ci: Vec<_> = ci().iter().map(args).collect();
-        let mut expected: Vec<_> = lint().iter().map(args).collect();
-        expected.extend(test().iter().map(args));
-        assert_eq!(ci, expected);
-        assert_eq!(
-            test().iter().map(args).next(),
-            Some(vec!["<assets>".to_owned()])
-        );
+        let got: Vec<_> = ci().iter().map(args).collect();
+        let mut expected = vec![vec!["<setup>".to_owned()]];
+        expected.extend(lint().iter().skip(1).map(args));
+        expected.extend(test().iter().skip(1).map(args));
+        assert_eq!(got, expected);
+        assert!(matches!(ci()[0], Step::Setup(Scope::Test)));
+    }
+
+    /// Every command that builds checks the system packages first, and only there.
+    #[test]
+    fn the_system_check_comes_first() {
+        let mut lists = vec![test(), lint(), ci(), demo(false), demo(true)];
+        lists.extend(BENCHES.iter().map(|b| bench(b.name, &[]).unwrap()));
+        for steps in lists {
+            assert!(matches!(steps[0], Step::Setup(_)));
+            assert_eq!(
+                steps.iter().filter(|s| matches!(s, Step::Setup(_))).count(),
+                1
+            );
+        }
+        assert!(matches!(test()[0], Step::Setup(Scope::Test)));
+        assert!(matches!(demo(false)[0], Step::Setup(Scope::Build)));
     }
 
     #[test]
@@ -443,7 +487,7 @@ mod tests {
     fn bench_passes_extra_arguments_after_a_separator() {
         let steps = bench("vocab", &["--save-baseline".into(), "main".into()]).unwrap();
         assert_eq!(
-            args(&steps[1]),
+            args(&steps[2]),
             [
                 "bench",
                 "-p",
@@ -455,9 +499,9 @@ mod tests {
                 "main"
             ]
         );
-        assert_eq!(args(&bench("vocab", &[]).unwrap()[1]).len(), 5);
+        assert_eq!(args(&bench("vocab", &[]).unwrap()[2]).len(), 5);
         // A benchmark without assets does not fetch any (an empty list would mean all).
-        assert_eq!(args(&bench("sampler", &[]).unwrap()[0])[0], "bench");
+        assert_eq!(args(&bench("sampler", &[]).unwrap()[1])[0], "bench");
         let err = bench("nope", &[]).err().unwrap().to_string();
         assert!(err.contains("vocab"), "{err}");
     }
@@ -465,12 +509,12 @@ mod tests {
     #[test]
     fn the_generate_bench_builds_mlx_after_setting_it_up() {
         let steps = bench("generate", &["--json".into(), "g.json".into()]).unwrap();
-        assert!(matches!(steps[1], Step::MlxSetup), "set up before building");
+        assert!(matches!(steps[2], Step::MlxSetup), "set up before building");
         assert!(
-            matches!(steps[2], Step::ConvertModel),
+            matches!(steps[3], Step::ConvertModel),
             "the f16 folder MLX reads"
         );
-        let cargo = args(&steps[3]);
+        let cargo = args(&steps[4]);
         assert!(
             cargo.windows(2).any(|w| w == ["--features", "mlx"]),
             "{cargo:?}"
@@ -490,7 +534,7 @@ mod tests {
 
     #[test]
     fn conformance_runs_the_example_in_release_mode() {
-        let steps = conformance(Some(Path::new("/tmp/c.json")), true);
+        let steps = conformance(Some(Path::new("/tmp/c.json")), true, false);
         assert_eq!(args(&steps[0]), ["<assets>"]);
         assert_eq!(
             args(&steps[1]),
@@ -507,7 +551,18 @@ mod tests {
                 "--update-baselines"
             ]
         );
-        assert_eq!(args(&conformance(None, false)[1]).len(), 7);
+        assert_eq!(args(&conformance(None, false, false)[1]).len(), 7);
+        assert_eq!(
+            args(&conformance(None, false, true)[1]),
+            [
+                "run",
+                "-p",
+                "schema-compiler",
+                "--example",
+                "conformance",
+                "--"
+            ]
+        );
     }
 
     #[test]

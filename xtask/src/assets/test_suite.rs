@@ -66,7 +66,8 @@ fn download(pip: &LazyPip, pip_dir: &Path, sdist: &Path) -> Result<()> {
         spec.as_str(),
     ];
     let cmd = pip.get()?.command(pip_dir, args);
-    tools::run_captured(
+    super::break_line();
+    tools::run_shown(
         cmd,
         &format!("downloading the {spec} sdist with `pip download`"),
     )?;

@@ -111,8 +111,9 @@ fn download(layout: &Layout, name: &str, dir: &Path) -> Result<Sums> {
         &npm_dir,
         ["pack", spec.as_str(), "--json", "--pack-destination", "."],
     )?;
-    let out = tools::run_captured(cmd, &format!("downloading {spec} with `npm pack`"))?;
-    let tarball = npm_dir.join(packed_file_name(&out.stdout, name));
+    super::break_line();
+    let stdout = tools::run_stdout(cmd, &format!("downloading {spec} with `npm pack`"))?;
+    let tarball = npm_dir.join(packed_file_name(&stdout, name));
     if !tarball.is_file() {
         bail!(
             "`npm pack {spec}` succeeded but {} is not there",

@@ -309,7 +309,7 @@ fn q8_0_row(
 #[test]
 fn converts_the_default_model() {
     let assets = assets();
-    let gguf = assets.join("models").join(crate::assets::model::FILE);
+    let gguf = assets.join("models/gemma-3-270m-q4_k_m.gguf");
     let tokenizer = assets.join("tokenizers/gemma3");
     if !gguf.is_file() || !tokenizer.join("tokenizer.json").is_file() {
         println!(

@@ -1,6 +1,6 @@
-//! `cargo xtask convert-model`: the default model's GGUF file turned into a Hugging Face-style
-//! folder (`model.safetensors` in f16, `config.json`, the tokenizer files) for runtimes that
-//! cannot read GGUF's quantised blocks, MLX among them. Both runtimes then run the same weights.
+//! A Gemma 3 GGUF file turned into a Hugging Face-style folder (`model.safetensors` in f16,
+//! `config.json`, the tokenizer files) for runtimes that cannot read GGUF's quantised blocks,
+//! MLX among them. Both runtimes then run the same weights.
 //!
 //! Every tensor is dequantised to f32 with candle (Q4_K, Q5_0, Q6_K, Q8_0 and the rest of
 //! GGUF's types), un-shifted where llama.cpp stored a Gemma norm as `w + 1` (see [`gemma3`]),
@@ -28,14 +28,9 @@ use safetensors::Dtype;
 use safetensors::tensor::TensorView;
 use serde_json::json;
 
-use crate::Layout;
-use crate::assets::{self, Asset};
 use crate::fsutil;
 
 use gemma3::Gemma3Config;
-
-/// The converted default model's folder under `assets/models/`.
-pub const DEFAULT_OUT: &str = "gemma-3-270m-f16";
 
 /// Bumped whenever the output changes for the same input, so older folders are redone.
 const CONVERTER_VERSION: u64 = 1;
@@ -82,30 +77,6 @@ pub struct Report {
     /// Remarks worth showing (tokenizer and model vocabularies that differ in size, say),
     /// kept in the stamp so an up-to-date run shows them again.
     pub notes: Vec<String>,
-}
-
-/// `assets/models/gemma-3-270m-f16/`.
-pub fn default_out(layout: &Layout) -> PathBuf {
-    layout.assets.join("models").join(DEFAULT_OUT)
-}
-
-/// The default model into [`default_out`], with the gemma3 tokenizer.
-pub fn default_request(layout: &Layout) -> Request {
-    Request {
-        gguf: assets::default_model(layout),
-        tokenizer: Some(assets::tokenizer_dir(layout, "gemma3")),
-        out: default_out(layout),
-        force: false,
-    }
-}
-
-/// Fetches (or verifies) the default model and the tokenizers, converts the model into
-/// [`default_out`] unless that is up to date, prints what happened and returns the folder.
-pub fn convert_default(layout: &Layout) -> Result<PathBuf> {
-    assets::fetch(layout, &[Asset::Tokenizers, Asset::Model], false)?;
-    let request = default_request(layout);
-    run(&request)?;
-    Ok(request.out)
 }
 
 /// [`convert`], printing a line and the notes.
