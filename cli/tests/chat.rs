@@ -5,13 +5,22 @@ mod support;
 
 use support::{stencil, text};
 
-/// The command of the README: a call, its result, then the answer on stdout.
+/// The command of the README: a call, its result, then the answer on stdout. On Gemma 3 270M
+/// with its `tokenizer.json` (and the chat template that comes with it): the default model,
+/// SmolLM2-135M-Instruct, calls the calculator with `1234.5678` for this question.
 #[test]
-fn calculator_loop_on_the_default_model() {
+fn calculator_loop_on_gemma() {
+    let assets = support::assets();
+    let model = format!("{assets}/models/gemma-3-270m-q4_k_m.gguf");
+    let tokenizer = format!("{assets}/tokenizers/gemma3/tokenizer.json");
     let out = stencil(&[
         "chat",
         "--builtin",
         "calculator",
+        "--model",
+        &model,
+        "--tokenizer",
+        &tokenizer,
         "--prompt",
         "What is 1234 * 5678? Use the calculator.",
     ]);

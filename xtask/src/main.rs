@@ -73,7 +73,7 @@ enum Cmd {
     /// it, bindings, and `.cargo/mlx.toml` pointing mlx-sys at them (all in the download
     /// cache; nothing to do on macOS). Fast when already done.
     MlxSetup,
-    /// Build and run the demo in release mode (fetching assets if missing).
+    /// Build and run the demo (the dev profile, optimised; fetching the model if missing).
     Demo {
         /// The runtime: `llama` (llama.cpp on the GGUF), or `mlx` (MLX on the converted
         /// model; sets up the MLX build and converts the model first).

