@@ -1045,10 +1045,15 @@ impl State {
             }
             Whitespace::Pretty => {
                 if b == b'\n' {
-                    if f.newlines != 0 || f.spaces != 0 || pretty_indent(&f).is_none() {
+                    if f.newlines != 0 || f.spaces != 0 {
                         return false;
                     }
+                    let Some(indent) = pretty_indent(&f) else {
+                        return false;
+                    };
                     f.newlines = 1;
+                    self.set_frame(t, f);
+                    return self.pretty_line_viable(g, t, indent);
                 } else if b == b' ' {
                     let room = if f.newlines != 0 {
                         pretty_indent(&f).unwrap_or(0)
@@ -1068,6 +1073,35 @@ impl State {
         }
         self.set_frame(t, f);
         true
+    }
+
+    /// Under [`Whitespace::Pretty`], after a line break that decides what comes next (after a
+    /// member or item: the closing bracket; after `{` or `[`: a first member or item): whether
+    /// that can come after the indentation. Tried on the journal and undone, so a line break
+    /// never leads to a dead end the byte in its place would not.
+    fn pretty_line_viable(&mut self, g: &Grammar, t: usize, indent: u32) -> bool {
+        let next: &[u8] = match self.frames[t].phase {
+            Phase::ObjNext => b"}",
+            Phase::ArrNext => b"]",
+            Phase::ObjOpen => b"\"",
+            Phase::ArrOpen => b"\"{[-0123456789tfn",
+            _ => return true,
+        };
+        let Ok(spaces) = u16::try_from(indent) else {
+            return false;
+        };
+        let mark = self.journal.len();
+        let mut f = self.frames[t];
+        f.spaces = spaces;
+        self.set_frame(t, f);
+        let ok = next.iter().any(|&b| {
+            let at = self.journal.len();
+            let ok = self.structural(g, b);
+            self.rollback(at);
+            ok
+        });
+        self.rollback(mark);
+        ok
     }
 
     fn structural(&mut self, g: &Grammar, b: u8) -> bool {
@@ -3476,6 +3510,30 @@ mod tests {
                 assert!(!accepts(&compact, &other), "{other:?} under compact");
             }
         }
+    }
+
+    /// A line break after a member or item commits to closing the container, one after `{`
+    /// or `[` to a first member or item: it is refused where that cannot follow.
+    #[test]
+    fn pretty_line_breaks_lead_only_where_the_document_can_go() {
+        let refused = |schema: serde_json::Value, prefix: &str| {
+            let g = Arc::new(Grammar::compile(&schema, &pretty()).unwrap());
+            let mut m = Matcher::new(g);
+            m.push_bytes(prefix.as_bytes()).unwrap();
+            !m.try_push_byte(b'\n')
+        };
+        let required = json!({"type": "object", "required": ["a", "b"],
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}});
+        assert!(refused(required.clone(), "{\n  \"a\": 1"), "b is missing");
+        assert!(!refused(required.clone(), "{\n  \"a\": 1,\n  \"b\": 2"));
+        assert!(refused(required, "{\n  \"b\": 2"), "a is missing");
+        let empty = json!({"type": "object", "additionalProperties": false});
+        assert!(refused(empty, "{"), "no member can follow");
+        assert!(refused(json!({"type": "array", "maxItems": 0}), "["));
+        assert!(!refused(json!({"type": "array", "maxItems": 1}), "["));
+        let two = json!({"type": "array", "minItems": 2});
+        assert!(refused(two.clone(), "[\n  1"), "a second item is needed");
+        assert!(!refused(two, "[\n  1,\n  2"));
     }
 
     #[test]
