@@ -15,7 +15,7 @@ use generate::tools::{LoopEvent, LoopStop, Tool, ToolCall, ToolChoice, ToolLoop,
 use generate::{GenerateOptions, Message};
 use serde_json::Value;
 
-use crate::generate::ModelArgs;
+use crate::generate::{JsonArgs, ModelArgs};
 
 /// Built-in tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -29,6 +29,8 @@ pub enum Builtin {
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    json_args: JsonArgs,
     /// Tools: a JSON file with an array of OpenAI tools (or an object with a `tools` array).
     /// These tools have no handler: calls to them are printed and the command stops.
     #[arg(long)]
@@ -168,6 +170,7 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let mut generator = args.model.load()?;
+    args.json_args.apply(&mut generator);
     if let Some(path) = &args.trace {
         let f =
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;

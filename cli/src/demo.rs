@@ -15,7 +15,7 @@ use generate::{GenerateOptions, Message, Output, Prompt, Request, SchemaInPrompt
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::generate::ModelArgs;
+use crate::generate::{JsonArgs, ModelArgs};
 
 /// The built-in examples.
 const EXAMPLES: &str = include_str!("../demo/examples.json");
@@ -72,6 +72,8 @@ fn contains(answer: &Value, expected: &Value) -> bool {
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    json_args: JsonArgs,
     /// Run only the example with this name.
     #[arg(long)]
     only: Option<String>,
@@ -114,6 +116,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let t0 = Instant::now();
     let mut generator = args.model.load()?;
+    args.json_args.apply(&mut generator);
     eprintln!(
         "loaded the model and built the token tables in {:.2} s",
         t0.elapsed().as_secs_f64()

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 use generate::{GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, Tokenizer};
 use runtime_llama::{LlamaConfig, LlamaModel};
+use schema_compiler::Whitespace;
 use serde_json::Value;
 
 use crate::runtime::{AnyModel, Runtime};
@@ -150,11 +151,56 @@ impl ModelArgs {
     }
 }
 
+/// How JSON generated under a schema is laid out (`--whitespace`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// No whitespace outside strings: `{"a":1,"b":[true]}`.
+    #[default]
+    Compact,
+    /// Whitespace as the model likes it: at most one line break and 16 spaces between tokens.
+    Flexible,
+    /// Exactly the indented layout of `serde_json::to_string_pretty` (two spaces per level).
+    Pretty,
+}
+
+impl Layout {
+    /// The schema compiler's whitespace policy.
+    pub fn whitespace(self) -> Whitespace {
+        match self {
+            Layout::Compact => Whitespace::Compact,
+            Layout::Flexible => Whitespace::Flexible {
+                max_newlines: 1,
+                max_spaces: 16,
+            },
+            Layout::Pretty => Whitespace::Pretty,
+        }
+    }
+}
+
+/// Arguments shared by the commands that generate JSON under a schema.
+#[derive(clap::Args, Clone)]
+pub struct JsonArgs {
+    /// Whitespace outside strings in JSON generated under a schema: `compact` (none),
+    /// `pretty` (a fixed indented layout, two spaces per level) or `flexible` (up to the model:
+    /// at most one line break and 16 spaces between tokens). Tool calls are always compact.
+    #[arg(long, value_enum, default_value_t = Layout::Compact)]
+    pub whitespace: Layout,
+}
+
+impl JsonArgs {
+    /// Sets the generator's whitespace policy for the schemas it compiles.
+    pub fn apply<M: generate::Model>(&self, generator: &mut Generator<M>) {
+        generator.set_whitespace(self.whitespace.whitespace());
+    }
+}
+
 /// Arguments of `stencil generate`.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    json_args: JsonArgs,
     /// JSON Schema: a file path or inline JSON. Without it, generation is unconstrained.
     #[arg(long)]
     schema: Option<String>,
@@ -207,6 +253,7 @@ pub fn read_schema(s: &str) -> Result<Value> {
 pub fn run(args: Args) -> Result<()> {
     let schema = args.schema.as_deref().map(read_schema).transpose()?;
     let mut generator = args.model.load()?;
+    args.json_args.apply(&mut generator);
     if let Some(path) = &args.trace {
         let f =
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;

@@ -7,13 +7,15 @@ use anyhow::Result;
 use server::ServerConfig;
 use tracing_subscriber::EnvFilter;
 
-use crate::generate::ModelArgs;
+use crate::generate::{JsonArgs, ModelArgs};
 
 /// Arguments of `stencil serve`.
 #[derive(clap::Args)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    json_args: JsonArgs,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
@@ -64,7 +66,11 @@ pub fn run(args: Args) -> Result<()> {
         shutdown_grace: Duration::from_secs_f64(args.shutdown_grace.max(0.0)),
     };
     tracing::info!(model = %model_path.display(), "loading the model");
-    let model = args.model;
-    server::serve(config, move || model.load())?;
+    let (model, json_args) = (args.model, args.json_args);
+    server::serve(config, move || -> Result<_> {
+        let mut generator = model.load()?;
+        json_args.apply(&mut generator);
+        Ok(generator)
+    })?;
     Ok(())
 }

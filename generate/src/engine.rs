@@ -8,7 +8,7 @@ use std::time::Instant;
 use lru::LruCache;
 use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session, apply};
 use sampler::{Sampler, SamplerConfig};
-use schema_compiler::{Grammar, Options};
+use schema_compiler::{Grammar, Options, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vocab_index::{TokenId, TrieKind};
@@ -278,6 +278,15 @@ impl<M: Model> Generator<M> {
     pub fn set_compile_options(&mut self, options: Options) {
         self.options = options;
         self.grammars.clear();
+    }
+
+    /// How JSON generated under a schema is laid out, for the schemas compiled from now on
+    /// (default: [`Whitespace::Compact`], no whitespace outside strings;
+    /// [`Whitespace::Pretty`] for a fixed indented layout). Tool calls stay compact.
+    pub fn set_whitespace(&mut self, whitespace: Whitespace) {
+        if self.options.whitespace != whitespace {
+            self.set_compile_options(self.options.clone().whitespace(whitespace));
+        }
     }
 
     /// Writes a JSON line per decoding step to `sink` (allowed-token count, forced or sampled,

@@ -1,7 +1,8 @@
 //! The kernel's fast paths never change a mask, on real tokenizers and the real schema compiler.
 //!
 //! For hand-written schemas covering each kind of lexeme and frame, at every prefix of a valid
-//! instance's compact text and along seeded random walks of allowed tokens, the mask computed
+//! instance's text (compact, or pretty-printed under `Whitespace::Pretty`, where the whitespace
+//! allowed depends on the nesting depth) and along seeded random walks of allowed tokens, the mask computed
 //! with every fast path on (cached in a cache shared by all sessions of the grammar, in a tiny
 //! cache that evicts, uncached; flat and double-array tries) equals the mask with every fast
 //! path off and, at a chosen subset of states, the brute force (each token fed byte by byte to
@@ -16,9 +17,11 @@ use std::sync::Arc;
 
 use generate::SchemaRecognizer;
 use kernel_support::cases::{Case, cases};
-use kernel_support::{Plain, Rng, Tok, brute_mask, diff, grammar, recognizer_at, tok};
+use kernel_support::{
+    Plain, Rng, Tok, brute_mask, diff, grammar_with, recognizer_at, spelled, tok,
+};
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, MaskStats, Session};
-use schema_compiler::Grammar;
+use schema_compiler::{Grammar, Options, Whitespace};
 use vocab_index::TokenId;
 
 /// Per grammar and tokenizer: caches shared by every session, one per trie backend.
@@ -33,11 +36,11 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn new(tok: Arc<Tok>, case: &Case) -> Ctx {
+    fn new(tok: Arc<Tok>, case: &Case, ws: Whitespace) -> Ctx {
         let tiny = tok.vocab.len().div_ceil(8) + 256;
         Ctx {
-            what: format!("{} / {}", tok.name, case.name),
-            g: grammar(&case.schema),
+            what: format!("{} / {} / {ws:?}", tok.name, case.name),
+            g: grammar_with(&case.schema, ws),
             tok,
             shared: [MaskCache::default(), MaskCache::default()],
             tiny: [MaskCache::new(tiny), MaskCache::new(tiny)],
@@ -136,13 +139,15 @@ fn brute_all() -> bool {
 fn run_case(
     tok: &Arc<Tok>,
     case: &Case,
+    ws: Whitespace,
     stride: usize,
     walks: u64,
     steps: usize,
 ) -> (usize, usize) {
-    let mut ctx = Ctx::new(tok.clone(), case);
+    let mut ctx = Ctx::new(tok.clone(), case, ws);
     let stride = if brute_all() { 1 } else { stride };
-    for text in case.valid {
+    let valid: Vec<String> = case.valid.iter().map(|t| spelled(t, ws)).collect();
+    for text in &valid {
         let text = text.as_bytes();
         for i in 0..=text.len() {
             let brute = i % stride == 0 || i == text.len();
@@ -160,7 +165,7 @@ fn run_case(
     let vocab = tok.vocab.clone();
     for seed in 0..walks {
         let mut rng = Rng(seed ^ 0x5eed);
-        let text = case.valid[rng.below(case.valid.len())].as_bytes();
+        let text = valid[rng.below(valid.len())].as_bytes();
         let mut prefix = text[..rng.below(text.len())].to_vec();
         let kernel = tok.kernels()[rng.below(2)].clone();
         let mut live = Session::new(kernel, recognizer_at(&ctx.g, &prefix));
@@ -201,12 +206,30 @@ fn run_case(
 }
 
 fn run(name: &'static str, only: Option<&[&str]>, stride: usize, walks: u64, steps: usize) {
+    run_with(
+        Options::generation().whitespace,
+        name,
+        only,
+        stride,
+        walks,
+        steps,
+    );
+}
+
+fn run_with(
+    ws: Whitespace,
+    name: &'static str,
+    only: Option<&[&str]>,
+    stride: usize,
+    walks: u64,
+    steps: usize,
+) {
     let tok = tok(name);
     for case in cases() {
         if only.is_some_and(|o| !o.contains(&case.name)) {
             continue;
         }
-        run_case(&tok, &case, stride, walks, steps);
+        run_case(&tok, &case, ws, stride, walks, steps);
     }
 }
 
@@ -235,4 +258,26 @@ fn qwen3_masks_equal_the_brute_force() {
 #[test]
 fn llama2_masks_equal_the_brute_force() {
     run("llama2", Some(SUBSET), 8, 1, 6);
+}
+
+/// Pretty-printed documents: the whitespace allowed after `{`, `[`, `,` and before `}`, `]`
+/// depends on the depth, and the masks (cached across states of every depth) must follow it.
+#[test]
+fn llama3_pretty_masks_equal_the_brute_force() {
+    run_with(Whitespace::Pretty, "llama3", None, 4, 3, 8);
+}
+
+#[test]
+fn gemma3_pretty_masks_equal_the_brute_force() {
+    run_with(Whitespace::Pretty, "gemma3", Some(SUBSET), 6, 2, 8);
+}
+
+/// The policy that lets a model choose its layout (bounded runs of spaces and line breaks).
+#[test]
+fn llama3_flexible_masks_equal_the_brute_force() {
+    let ws = Whitespace::Flexible {
+        max_newlines: 1,
+        max_spaces: 16,
+    };
+    run_with(ws, "llama3", Some(SUBSET), 6, 2, 8);
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use generate::SchemaRecognizer;
 use kernel_support::cases::cases;
-use kernel_support::{Rng, Tok, brute_forced, diff, grammar, recognizer_at, tok};
+use kernel_support::{
+    Rng, Tok, brute_forced, diff, grammar, grammar_with, recognizer_at, spelled, tok,
+};
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
 use proptest::prelude::*;
 use schema_compiler::{Grammar, KeyEscapes, Options, Whitespace};
@@ -60,15 +62,22 @@ fn a_key_that_may_be_escaped_is_not_forced() {
     assert_eq!(s.forced_bytes(64), br#"{""#);
 }
 
-/// At every prefix of every valid instance, in compact and in generation whitespace.
+/// At every prefix of every valid instance, under each whitespace policy (spelled as the
+/// policy spells it: pretty-printed under `Pretty`, where indentation is forced).
 #[test]
 fn forced_bytes_equal_the_brute_force_at_every_prefix() {
     let t = tok("llama3");
     let mut checked = 0;
     let mut nonempty = 0;
+    let flexible = Whitespace::Flexible {
+        max_newlines: 1,
+        max_spaces: 16,
+    };
     for case in cases() {
-        for g in [compact(&case.schema), grammar(&case.schema)] {
+        for ws in [Whitespace::Compact, Whitespace::Pretty, flexible] {
+            let g = grammar_with(&case.schema, ws);
             for text in case.valid {
+                let text = spelled(text, ws);
                 for i in 0..=text.len() {
                     let prefix = &text.as_bytes()[..i];
                     let mut s = Session::new(t.flat.clone(), recognizer_at(&g, prefix));

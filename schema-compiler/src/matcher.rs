@@ -120,6 +120,39 @@ struct Frame {
     items_start: u32,
 }
 
+/// Under [`Whitespace::Pretty`]: the indentation, in spaces, after the line break of the gap
+/// frame `f` is in (`None`: the gap has no line break). After `{`, `[` and `,` the break leads
+/// to the next member or item, one level in; after a member or item it leads to the closing
+/// bracket, at the level of the brackets.
+fn pretty_indent(f: &Frame) -> Option<u32> {
+    let level = match f.phase {
+        Phase::ObjOpen | Phase::ObjKeyNext | Phase::ArrOpen | Phase::ArrValue => f.depth,
+        Phase::ObjNext | Phase::ArrNext => f.depth.saturating_sub(1),
+        _ => return None,
+    };
+    Some(level.saturating_mul(2))
+}
+
+/// Under [`Whitespace::Pretty`]: whether the whitespace of the gap frame `f` is in is exactly
+/// the whitespace that goes before the structural byte `b`: a line break and the indentation
+/// before a member, an item or a closing bracket after one; one space after `:`; nothing
+/// elsewhere (an empty container, before `:` and `,`, around the document).
+fn pretty_gap_done(f: &Frame, b: u8) -> bool {
+    let breaks = match f.phase {
+        Phase::ObjOpen => b != b'}',
+        Phase::ArrOpen => b != b']',
+        Phase::ObjKeyNext | Phase::ArrValue => true,
+        Phase::ObjNext => b == b'}',
+        Phase::ArrNext => b == b']',
+        _ => false,
+    };
+    if breaks {
+        f.newlines == 1 && pretty_indent(f) == Some(f.spaces as u32)
+    } else {
+        f.newlines == 0 && f.spaces == (f.phase == Phase::ObjValue) as u16
+    }
+}
+
 /// A 128-bit hash of a JSON value: two independent 64-bit streams.
 type Hash2 = (u64, u64);
 
@@ -1010,10 +1043,65 @@ impl State {
                     f.spaces += 1;
                 }
             }
+            Whitespace::Pretty => {
+                if b == b'\n' {
+                    if f.newlines != 0 || f.spaces != 0 {
+                        return false;
+                    }
+                    let Some(indent) = pretty_indent(&f) else {
+                        return false;
+                    };
+                    f.newlines = 1;
+                    self.set_frame(t, f);
+                    return self.pretty_line_viable(g, t, indent);
+                } else if b == b' ' {
+                    let room = if f.newlines != 0 {
+                        pretty_indent(&f).unwrap_or(0)
+                    } else {
+                        (f.phase == Phase::ObjValue) as u32
+                    };
+                    // (Deeper than `u16::MAX / 2` levels no gap completes.)
+                    if f.spaces as u32 >= room || f.spaces == u16::MAX {
+                        return false;
+                    }
+                    f.spaces += 1;
+                } else {
+                    return false;
+                }
+            }
             Whitespace::Unbounded => return true,
         }
         self.set_frame(t, f);
         true
+    }
+
+    /// Under [`Whitespace::Pretty`], after a line break that decides what comes next (after a
+    /// member or item: the closing bracket; after `{` or `[`: a first member or item): whether
+    /// that can come after the indentation. Tried on the journal and undone, so a line break
+    /// never leads to a dead end the byte in its place would not.
+    fn pretty_line_viable(&mut self, g: &Grammar, t: usize, indent: u32) -> bool {
+        let next: &[u8] = match self.frames[t].phase {
+            Phase::ObjNext => b"}",
+            Phase::ArrNext => b"]",
+            Phase::ObjOpen => b"\"",
+            Phase::ArrOpen => b"\"{[-0123456789tfn",
+            _ => return true,
+        };
+        let Ok(spaces) = u16::try_from(indent) else {
+            return false;
+        };
+        let mark = self.journal.len();
+        let mut f = self.frames[t];
+        f.spaces = spaces;
+        self.set_frame(t, f);
+        let ok = next.iter().any(|&b| {
+            let at = self.journal.len();
+            let ok = self.structural(g, b);
+            self.rollback(at);
+            ok
+        });
+        self.rollback(mark);
+        ok
     }
 
     fn structural(&mut self, g: &Grammar, b: u8) -> bool {
@@ -1022,6 +1110,9 @@ impl State {
         }
         let t = self.top();
         let mut f = self.frames[t];
+        if g.options.whitespace == Whitespace::Pretty && !pretty_gap_done(&f, b) {
+            return false;
+        }
         if f.newlines != 0 || f.spaces != 0 {
             f.newlines = 0;
             f.spaces = 0;
@@ -2961,9 +3052,11 @@ impl Matcher {
                 .iter()
                 .find(|o| !o.failed && o.role != Role::Contains)
         };
+        // Pretty-printed, a closing bracket after a member or item goes on a line of its own.
+        let pretty = g.options.whitespace == Whitespace::Pretty;
         let closers = |c: &mut Vec<u8>| match f.phase {
-            Phase::ObjInValue => c.extend([b'}', b',']),
-            Phase::ArrInValue => c.extend([b']', b',']),
+            Phase::ObjInValue => c.extend([if pretty { b'\n' } else { b'}' }, b',']),
+            Phase::ArrInValue => c.extend([if pretty { b'\n' } else { b']' }, b',']),
             _ => {}
         };
         match st.lex.kind {
@@ -3043,64 +3136,95 @@ impl Matcher {
                 }
                 c.extend([b'0', b'1']);
             }
-            LexKind::None => match f.phase {
-                Phase::ObjOpen => c.extend([b'}', b'"']),
-                Phase::ObjNext => c.extend([b'}', b',']),
-                Phase::ObjKeyNext => c.push(b'"'),
-                Phase::ObjColon => c.push(b':'),
-                Phase::ArrNext => c.extend([b']', b',']),
-                Phase::DocStart | Phase::ObjValue | Phase::ArrOpen | Phase::ArrValue => {
-                    if f.phase == Phase::ArrOpen {
-                        c.push(b']');
+            LexKind::None => {
+                if pretty {
+                    // The whitespace the gap needs before its next byte: the rest of an
+                    // indentation or the space after `:`, else a line break where the next
+                    // byte cannot do without one.
+                    if f.newlines != 0 || f.phase == Phase::ObjValue {
+                        c.push(b' ');
+                    } else if matches!(
+                        f.phase,
+                        Phase::ObjNext | Phase::ArrNext | Phase::ObjKeyNext | Phase::ArrValue
+                    ) {
+                        c.push(b'\n');
                     }
-                    let mut kinds: Vec<u8> = Vec::new();
-                    let tmpl = if f.kind == FrameKind::Array {
-                        // Item obligations are made when the item starts: use the array's
-                        // item schema if there is one.
-                        st.leaves[f.leaf_start as usize..f.leaf_end as usize]
-                            .iter()
-                            .find_map(|l| match l.spec {
-                                LeafSpec::Array(s) if l.alive => {
-                                    let a = &g.arr_specs[s as usize];
-                                    a.prefix.get(l.count as usize).copied().or(a.items)
-                                }
-                                _ => None,
-                            })
-                    } else {
-                        first_obl().map(|o| o.node)
-                    }
-                    .map(|n| g.template(n));
-                    match tmpl {
-                        Some(t) => {
-                            let lex = |k: Kind| t.lexers[k as usize] != EMPTY_LEXER;
-                            if lex(Kind::String) {
-                                kinds.push(b'"');
-                            }
-                            if lex(Kind::Null) {
-                                kinds.push(b'n');
-                            }
-                            if lex(Kind::Number) {
-                                kinds.extend([b'0', b'1', b'-']);
-                            }
-                            if lex(Kind::Boolean) {
-                                kinds.extend([b't', b'f']);
-                            }
-                            if t.array.is_some() {
-                                kinds.push(b'[');
-                            }
-                            if t.object.is_some() {
-                                kinds.push(b'{');
-                            }
-                        }
-                        None => kinds.extend([b'"', b'0', b'n', b'{', b'[']),
-                    }
-                    c.extend(kinds);
                 }
-                _ => {}
-            },
+                self.gap_candidates(&mut c);
+                if pretty && matches!(f.phase, Phase::ObjOpen | Phase::ArrOpen) {
+                    c.push(b'\n');
+                }
+            }
         }
         c.dedup();
         c
+    }
+
+    /// Candidate structural bytes for [`Matcher::completion`] between tokens, best first.
+    fn gap_candidates(&self, c: &mut Vec<u8>) {
+        let st = &self.st;
+        let g = &*self.g;
+        let f = &st.frames[st.top()];
+        let first_obl = || {
+            st.obls[f.slot_start as usize..f.slot_end as usize]
+                .iter()
+                .find(|o| !o.failed && o.role != Role::Contains)
+        };
+        match f.phase {
+            Phase::ObjOpen => c.extend([b'}', b'"']),
+            Phase::ObjNext => c.extend([b'}', b',']),
+            Phase::ObjKeyNext => c.push(b'"'),
+            Phase::ObjColon => c.push(b':'),
+            Phase::ArrNext => c.extend([b']', b',']),
+            Phase::DocStart | Phase::ObjValue | Phase::ArrOpen | Phase::ArrValue => {
+                if f.phase == Phase::ArrOpen {
+                    c.push(b']');
+                }
+                let mut kinds: Vec<u8> = Vec::new();
+                let tmpl = if f.kind == FrameKind::Array {
+                    // Item obligations are made when the item starts: use the array's
+                    // item schema if there is one.
+                    st.leaves[f.leaf_start as usize..f.leaf_end as usize]
+                        .iter()
+                        .find_map(|l| match l.spec {
+                            LeafSpec::Array(s) if l.alive => {
+                                let a = &g.arr_specs[s as usize];
+                                a.prefix.get(l.count as usize).copied().or(a.items)
+                            }
+                            _ => None,
+                        })
+                } else {
+                    first_obl().map(|o| o.node)
+                }
+                .map(|n| g.template(n));
+                match tmpl {
+                    Some(t) => {
+                        let lex = |k: Kind| t.lexers[k as usize] != EMPTY_LEXER;
+                        if lex(Kind::String) {
+                            kinds.push(b'"');
+                        }
+                        if lex(Kind::Null) {
+                            kinds.push(b'n');
+                        }
+                        if lex(Kind::Number) {
+                            kinds.extend([b'0', b'1', b'-']);
+                        }
+                        if lex(Kind::Boolean) {
+                            kinds.extend([b't', b'f']);
+                        }
+                        if t.array.is_some() {
+                            kinds.push(b'[');
+                        }
+                        if t.object.is_some() {
+                            kinds.push(b'{');
+                        }
+                    }
+                    None => kinds.extend([b'"', b'0', b'n', b'{', b'[']),
+                }
+                c.extend(kinds);
+            }
+            _ => {}
+        }
     }
 }
 
@@ -3111,7 +3235,11 @@ mod tests {
     use serde_json::json;
 
     fn complete(schema: serde_json::Value, prefix: &str) -> String {
-        let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        complete_with(&Options::generation(), schema, prefix)
+    }
+
+    fn complete_with(options: &Options, schema: serde_json::Value, prefix: &str) -> String {
+        let g = Arc::new(Grammar::compile(&schema, options).unwrap());
         let mut m = Matcher::new(g);
         m.push_bytes(prefix.as_bytes()).unwrap();
         let before = m.len();
@@ -3312,6 +3440,128 @@ mod tests {
             refused_with(&options, &value, b"{\"", text, false),
             None,
             "values keep every escape"
+        );
+    }
+
+    fn pretty() -> Options {
+        Options::generation().whitespace(Whitespace::Pretty)
+    }
+
+    /// Whether `text` is accepted as a whole document.
+    fn accepts(g: &Arc<Grammar>, text: &str) -> bool {
+        let mut m = Matcher::new(g.clone());
+        m.push_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+    }
+
+    /// `text` with one whitespace byte inserted at, or removed from, each position outside
+    /// strings where that changes it.
+    fn respaced(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let (mut in_str, mut esc) = (false, false);
+        for (i, c) in text.char_indices() {
+            if !in_str {
+                for ws in [" ", "\n", "\t", "\r"] {
+                    out.push(format!("{}{ws}{}", &text[..i], &text[i..]));
+                }
+                if c.is_ascii_whitespace() {
+                    out.push(format!("{}{}", &text[..i], &text[i + 1..]));
+                }
+            }
+            match c {
+                _ if esc => esc = false,
+                '\\' if in_str => esc = true,
+                '"' => in_str = !in_str,
+                _ => {}
+            }
+        }
+        for ws in [" ", "\n"] {
+            out.push(format!("{text}{ws}"));
+        }
+        out
+    }
+
+    #[test]
+    fn pretty_accepts_exactly_the_pretty_spelling() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "array", "items": {"type": ["integer", "object", "array"]}},
+            "b": {"type": "object"}, "c": {"type": "string"}, "d": {"type": "boolean"}}});
+        let g = Arc::new(Grammar::compile(&schema, &pretty()).unwrap());
+        let compact = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        for value in [
+            json!({}),
+            json!({"a": []}),
+            json!({"a": [1, {}, [], [[2]], {"k": [true]}], "b": {"x": {"y": null}}}),
+            json!({"c": "a b\n:,{", "d": false, "b": {}}),
+        ] {
+            let text = serde_json::to_string_pretty(&value).unwrap();
+            assert!(accepts(&g, &text), "{text}");
+            let min = serde_json::to_string(&value).unwrap();
+            assert!(accepts(&compact, &min), "{min}");
+            assert_eq!(accepts(&g, &min), text == min, "{min} under pretty");
+            assert_eq!(
+                accepts(&compact, &text),
+                text == min,
+                "{text} under compact"
+            );
+            for other in respaced(&text) {
+                assert!(!accepts(&g, &other), "{other:?} under pretty");
+            }
+            for other in respaced(&min) {
+                assert!(!accepts(&compact, &other), "{other:?} under compact");
+            }
+        }
+    }
+
+    /// A line break after a member or item commits to closing the container, one after `{`
+    /// or `[` to a first member or item: it is refused where that cannot follow.
+    #[test]
+    fn pretty_line_breaks_lead_only_where_the_document_can_go() {
+        let refused = |schema: serde_json::Value, prefix: &str| {
+            let g = Arc::new(Grammar::compile(&schema, &pretty()).unwrap());
+            let mut m = Matcher::new(g);
+            m.push_bytes(prefix.as_bytes()).unwrap();
+            !m.try_push_byte(b'\n')
+        };
+        let required = json!({"type": "object", "required": ["a", "b"],
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}});
+        assert!(refused(required.clone(), "{\n  \"a\": 1"), "b is missing");
+        assert!(!refused(required.clone(), "{\n  \"a\": 1,\n  \"b\": 2"));
+        assert!(refused(required, "{\n  \"b\": 2"), "a is missing");
+        let empty = json!({"type": "object", "additionalProperties": false});
+        assert!(refused(empty, "{"), "no member can follow");
+        assert!(refused(json!({"type": "array", "maxItems": 0}), "["));
+        assert!(!refused(json!({"type": "array", "maxItems": 1}), "["));
+        let two = json!({"type": "array", "minItems": 2});
+        assert!(refused(two.clone(), "[\n  1"), "a second item is needed");
+        assert!(!refused(two, "[\n  1,\n  2"));
+    }
+
+    #[test]
+    fn pretty_completions_are_pretty() {
+        let countries = json!({"type": "array", "items": {"type": "object",
+            "properties": {"name": {"type": "string"}, "n": {"type": "integer"},
+            "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+            "required": ["name", "n", "tags"]}});
+        let full = json!([{"name": "Nigeria", "n": 12, "tags": ["x"]}, {"name": "", "n": 0,
+            "tags": [""]}]);
+        let text = serde_json::to_string_pretty(&full).unwrap();
+        for cut in 0..text.len() {
+            let head = &text[..cut];
+            let tail = complete_with(&pretty(), countries.clone(), head);
+            let whole = format!("{head}{tail}");
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&whole).is_ok(),
+                "{whole}"
+            );
+            assert_eq!(
+                whole,
+                crate::json_text::pretty(&whole, 2),
+                "completed after {head:?}"
+            );
+        }
+        assert_eq!(
+            complete_with(&pretty(), countries, "[\n  {"),
+            "\n    \"name\": \"\",\n    \"n\": 0,\n    \"tags\": [\n      \"\"\n    ]\n  }\n]"
         );
     }
 }

@@ -4,14 +4,35 @@
 ///
 /// Whitespace never changes what a document means, so the automaton may restrict it without
 /// rejecting any value; the policy only decides which *spellings* of a value are accepted. A
-/// generating model should not be able to emit whitespace forever.
+/// generating model should not be able to emit whitespace forever, nor pad its output.
+///
+/// For generation, [`Whitespace::Compact`] (the default of [`Options::generation`]) and
+/// [`Whitespace::Pretty`] fix the spelling completely: the model chooses values, never layout.
+/// Whitespace inside strings is content and is never governed by this policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Whitespace {
     /// No whitespace at all: `{"a":1,"b":[true]}`.
     Compact,
+    /// Exactly the layout of `serde_json::to_string_pretty` (and
+    /// [`crate::json_text::pretty`] with an indent of 2): after `{` or `[` and after `,`, a
+    /// line break and two spaces per level of nesting; before `}` or `]`, a line break and the
+    /// enclosing level's indentation; `": "` after a key; empty containers as `{}` and `[]`; no
+    /// whitespace before or after the document.
+    ///
+    /// ```text
+    /// {
+    ///   "a": 1,
+    ///   "b": [
+    ///     true
+    ///   ],
+    ///   "c": {}
+    /// }
+    /// ```
+    Pretty,
     /// Between any two tokens, at most `max_newlines` line breaks (`\n` or `\r\n`) and at most
     /// `max_spaces` spaces or tabs. `Flexible { max_newlines: 1, max_spaces: 16 }` allows
-    /// pretty-printed output to moderate depth, but not endless blank lines.
+    /// pretty-printed output to moderate depth, but not endless blank lines; within those
+    /// bounds a generating model lays its output out as it likes (and may pad it).
     Flexible {
         /// Line breaks allowed in one run of whitespace.
         max_newlines: u8,
@@ -134,17 +155,14 @@ pub enum Draft {
 }
 
 impl Options {
-    /// Defaults for constraining generation: compact-ish whitespace (one line break and 16
-    /// spaces per gap), keys escaped only where needed, at most 20 integer digits, 20 fraction
+    /// Defaults for constraining generation: no whitespace outside strings
+    /// ([`Whitespace::Compact`]), keys escaped only where needed, at most 20 integer digits, 20 fraction
     /// digits and 3 exponent digits, constrained numbers in plain notation, formats enforced,
     /// strict.
     pub fn generation() -> Options {
         Options {
             strict: true,
-            whitespace: Whitespace::Flexible {
-                max_newlines: 1,
-                max_spaces: 16,
-            },
+            whitespace: Whitespace::Compact,
             key_escapes: KeyEscapes::Needed,
             numbers: NumberPolicy {
                 max_int_digits: Some(20),

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::strategy::Union;
-use schema_compiler::{CompileError, FormatMode, Grammar, Matcher, Options};
+use schema_compiler::{CompileError, FormatMode, Grammar, Matcher, Options, Whitespace, json_text};
 use serde_json::{Map, Value, json};
 
 /// Property names: short, overlapping, so that `properties`, `required`, `patternProperties`
@@ -722,6 +722,18 @@ fn options() -> Options {
     Options::validation().format(FormatMode::Annotate)
 }
 
+/// `schema` compiled, or `None` where not compiling it is no disagreement (the share of such
+/// schemas is checked by `most_generated_schemas_compile`).
+fn compiled(schema: &Value, options: &Options) -> Option<Arc<Grammar>> {
+    match Grammar::compile(schema, options) {
+        Ok(g) => Some(Arc::new(g)),
+        Err(CompileError::Unsupported { .. } | CompileError::Limit { .. }) => None,
+        // Known: see `empty_length_range_under_a_combinator_compiles`.
+        Err(CompileError::Invalid { reason, .. }) if reason == "error building NFA" => None,
+        Err(e) => panic!("{schema}: {e}"),
+    }
+}
+
 fn reference(schema: &Value) -> jsonschema::Validator {
     jsonschema::draft202012::options()
         .should_validate_formats(false)
@@ -739,14 +751,7 @@ proptest! {
 
     #[test]
     fn verdicts_match_the_reference((schema, values) in case(), pop in 1usize..6) {
-        let grammar = match Grammar::compile(&schema, &options()) {
-            Ok(g) => Some(Arc::new(g)),
-            // Not a disagreement; the share of such schemas is checked below.
-            Err(CompileError::Unsupported { .. } | CompileError::Limit { .. }) => None,
-            // Known: see `empty_length_range_under_a_combinator_compiles`.
-            Err(CompileError::Invalid { reason, .. }) if reason == "error building NFA" => None,
-            Err(e) => panic!("{schema}: {e}"),
-        };
+        let grammar = compiled(&schema, &options());
         prop_assume!(grammar.is_some());
         let grammar = grammar.unwrap();
         let reference = reference(&schema);
@@ -761,6 +766,94 @@ proptest! {
                 ours_after_pop(&mut m, &compact, pop), expected,
                 "{} after popping {} bytes, under {}", compact, pop, schema
             );
+        }
+    }
+}
+
+/// `text` with the whitespace byte `ws` inserted at the `at`-th position outside strings (or,
+/// when `remove` and that position holds whitespace, that byte removed): another spelling of
+/// the same value, or no JSON at all.
+fn respace(text: &str, at: prop::sample::Index, ws: u8, remove: bool) -> String {
+    let mut outside = Vec::new();
+    let (mut in_str, mut esc) = (false, false);
+    for (i, &b) in text.as_bytes().iter().enumerate() {
+        if !in_str {
+            outside.push(i);
+        }
+        match b {
+            _ if esc => esc = false,
+            b'\\' if in_str => esc = true,
+            b'"' => in_str = !in_str,
+            _ => {}
+        }
+    }
+    outside.push(text.len());
+    let i = *at.get(&outside);
+    let mut b = text.as_bytes().to_vec();
+    if remove && b.get(i).is_some_and(u8::is_ascii_whitespace) {
+        b.remove(i);
+    } else {
+        b.insert(i, ws);
+    }
+    String::from_utf8(b).expect("whitespace between characters")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 200,
+        failure_persistence: None,
+        max_global_rejects: 4000,
+        ..ProptestConfig::default()
+    })]
+
+    /// Under `Pretty` a value is accepted in exactly the spelling of
+    /// `serde_json::to_string_pretty`, under `Compact` in exactly that of `to_string`: the
+    /// verdict on those equals the reference's, and every other spelling (whitespace added or
+    /// removed outside strings, the other policy's spelling) is refused. A completion cut
+    /// anywhere in a pretty text is pretty too.
+    #[test]
+    fn whitespace_policies_fix_the_spelling(
+        (schema, values) in case(),
+        at in any::<prop::sample::Index>(),
+        ws in select(&b" \n\t\r"[..]),
+        remove in any::<bool>(),
+        cut in any::<prop::sample::Index>(),
+    ) {
+        let compile = |ws: Whitespace| compiled(&schema, &options().whitespace(ws));
+        let (Some(pretty_g), Some(compact_g)) = (compile(Whitespace::Pretty), compile(Whitespace::Compact)) else {
+            return Err(TestCaseError::reject("not compiled"));
+        };
+        let reference = reference(&schema);
+        let mut pretty_m = Matcher::new(pretty_g);
+        let mut compact_m = Matcher::new(compact_g);
+        for v in &values {
+            let expected = reference.is_valid(v);
+            let compact = serde_json::to_string(v).unwrap();
+            let pretty = serde_json::to_string_pretty(v).unwrap();
+            prop_assert_eq!(ours(&mut pretty_m, &pretty), expected, "pretty {} under {}", pretty, schema);
+            prop_assert_eq!(ours(&mut compact_m, &compact), expected, "compact {} under {}", compact, schema);
+            if compact != pretty {
+                prop_assert!(!ours(&mut pretty_m, &compact), "compact {} under pretty, {}", compact, schema);
+                prop_assert!(!ours(&mut compact_m, &pretty), "pretty {} under compact, {}", pretty, schema);
+            }
+            let other = respace(&pretty, at, ws, remove);
+            prop_assert!(!ours(&mut pretty_m, &other), "{:?} under pretty, {}", other, schema);
+            let other = respace(&compact, at, ws, remove);
+            prop_assert!(!ours(&mut compact_m, &other), "{:?} under compact, {}", other, schema);
+            if expected {
+                let n = cut.index(pretty.len() + 1);
+                if !pretty.is_char_boundary(n) {
+                    continue;
+                }
+                let head = &pretty[..n];
+                pretty_m.reset();
+                prop_assert!(pretty_m.push_bytes(head.as_bytes()).is_ok());
+                if let Some(tail) = pretty_m.completion(256) {
+                    let whole = format!("{head}{}", String::from_utf8(tail).unwrap());
+                    prop_assert!(ours(&mut pretty_m, &whole), "{:?} under {}", whole, schema);
+                    prop_assert_eq!(&whole, &json_text::pretty(&whole, 2), "completed after {:?}", head);
+                }
+            }
         }
     }
 }

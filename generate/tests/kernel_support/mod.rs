@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use generate::SchemaRecognizer;
 use mask_kernel::{FixedBitSet, Kernel, Recognizer};
-use schema_compiler::{Grammar, Matcher, Options};
+use schema_compiler::{Grammar, Matcher, Options, Whitespace};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
 /// The tokenizers under `assets/tokenizers`.
@@ -151,10 +151,24 @@ fn mid_text_tokenizer(path: &std::path::Path) -> tokenizers::Tokenizer {
 
 /// Compiles `schema` for generation.
 pub fn grammar(schema: &serde_json::Value) -> Arc<Grammar> {
+    grammar_with(schema, Options::generation().whitespace)
+}
+
+/// Compiles `schema` for generation under the whitespace policy `ws`.
+pub fn grammar_with(schema: &serde_json::Value, ws: Whitespace) -> Arc<Grammar> {
     Arc::new(
-        Grammar::compile(schema, &Options::generation())
+        Grammar::compile(schema, &Options::generation().whitespace(ws))
             .unwrap_or_else(|e| panic!("schema {schema} does not compile: {e}")),
     )
+}
+
+/// A valid instance's compact text as `ws` spells it (pretty-printed under
+/// [`Whitespace::Pretty`], as written otherwise), numbers kept as written.
+pub fn spelled(text: &str, ws: Whitespace) -> String {
+    match ws {
+        Whitespace::Pretty => schema_compiler::json_text::pretty(text, 2),
+        _ => text.to_string(),
+    }
 }
 
 /// A recognizer at the state after `prefix`.
