@@ -31,5 +31,7 @@ pub use constraint::SchemaRecognizer;
 pub use engine::{GenerateOptions, Generator, Output, Prompt, Request, StopReason, Timing};
 pub use error::GenerateError;
 pub use model::{Model, ModelError};
+/// The layout of JSON generated under a schema ([`Generator::set_whitespace`]).
+pub use schema_compiler::Whitespace;
 pub use template::{ChatTemplate, Message, SCHEMA_PLACEHOLDER, SchemaInPrompt};
 pub use tokenizer::{TextEncoder, Tokenizer};

@@ -5,8 +5,11 @@
 mod support;
 
 use anyhow::{Context, Result, ensure};
-use generate::{GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, StopReason};
+use generate::{
+    GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, StopReason, Whitespace,
+};
 use runtime_llama::LlamaModel;
+use schema_compiler::json_text;
 use serde_json::{Value, json};
 use support::generator;
 
@@ -194,9 +197,11 @@ fn a_seed_reproduces_its_sampled_text() -> Result<()> {
     Ok(())
 }
 
-/// Every sampled run of `schema` ends complete and valid within each budget.
-fn closes_within(schema: &Value, seeds: u64, budgets: &[usize]) -> Result<()> {
+/// Every sampled run of `schema` ends complete and valid within each budget, under the
+/// whitespace policy `ws` (a pretty-printed document takes more tokens).
+fn closes_within(ws: Whitespace, schema: &Value, seeds: u64, budgets: &[usize]) -> Result<()> {
     let mut g = generator()?;
+    g.set_whitespace(ws);
     for seed in 1..=seeds {
         for &max_tokens in budgets {
             let out = g.generate(
@@ -204,12 +209,29 @@ fn closes_within(schema: &Value, seeds: u64, budgets: &[usize]) -> Result<()> {
                 &mut |_| true,
             )?;
             assert!(out.completion_tokens <= max_tokens, "{out:?}");
-            assert!(out.complete, "seed {seed}, budget {max_tokens}: {out:?}");
+            assert!(
+                out.complete,
+                "{ws:?}, seed {seed}, budget {max_tokens}: {out:?}"
+            );
             validate(schema, &out.text)?;
+            let laid_out = match ws {
+                Whitespace::Pretty => json_text::pretty(&out.text, 2),
+                Whitespace::Compact => json_text::minify(&out.text),
+                _ => out.text.clone(),
+            };
+            assert_eq!(
+                out.text, laid_out,
+                "{ws:?}, seed {seed}, budget {max_tokens}"
+            );
         }
     }
     Ok(())
 }
+
+const FLEXIBLE: Whitespace = Whitespace::Flexible {
+    max_newlines: 1,
+    max_spaces: 16,
+};
 
 /// Long keys forced whole near the budget: forced text after which the document can no longer
 /// be finished is taken back, and the document closed from before it. The shortest document
@@ -222,12 +244,18 @@ fn forced_keys_near_the_budget_still_close() -> Result<()> {
             "the_continent_on_which_most_of_the_country_lies": {"type": "string"}},
         "required": ["the_full_name_of_the_country_as_written_in_english",
             "the_continent_on_which_most_of_the_country_lies"]}});
-    closes_within(&schema, 4, &[44, 50, 60, 75])
+    closes_within(Whitespace::Compact, &schema, 4, &[44, 50, 60, 75])?;
+    closes_within(FLEXIBLE, &schema, 2, &[44, 60])?;
+    // Pretty: more tokens, for the line breaks and indentation.
+    closes_within(Whitespace::Pretty, &schema, 2, &[57, 75])
 }
 
 /// Sampled array items near the budget: a `,` that would open one more item than the budget
 /// can finish is taken back and the document closed, so every run ends valid.
 #[test]
 fn sampled_runs_close_within_the_budget() -> Result<()> {
-    closes_within(&countries(), 6, &[30, 45])
+    for ws in [Whitespace::Compact, FLEXIBLE, Whitespace::Pretty] {
+        closes_within(ws, &countries(), 4, &[30, 45])?;
+    }
+    Ok(())
 }
