@@ -1469,7 +1469,7 @@ impl State {
                 }
                 self.set_obl(i as usize, o);
             }
-            self.slot_viable(g, t)
+            self.slot_viable(g, t) && (!g.needs_hash || self.string_end_viable(g, t))
         } else {
             let mut universal = true;
             for li in f.leaf_start..f.leaf_end {
@@ -1564,6 +1564,27 @@ impl State {
             }
         }
         false
+    }
+
+    /// With value hashing (`uniqueItems`): a string whose content can no longer grow (every
+    /// live obligation's DFA has no transition left, as an `enum` or `const` string at its
+    /// last character) is ended on trial, so that a repeated item is refused at its last
+    /// content byte rather than leaving a dead end before the closing quote.
+    fn string_end_viable(&mut self, g: &Grammar, t: usize) -> bool {
+        let f = &self.frames[t];
+        let mut members = self.obls[f.slot_start as usize..f.slot_end as usize]
+            .iter()
+            .filter(|o| o.role != Role::Contains && !o.failed)
+            .peekable();
+        let complete = members.peek().is_some()
+            && members.all(|o| g.dfa(g.lexers[o.lexer as usize].dfa).is_terminal(o.state));
+        if !complete {
+            return true;
+        }
+        let mark = self.journal.len();
+        let ok = self.end_string(g);
+        self.rollback(mark);
+        ok
     }
 
     fn end_string(&mut self, g: &Grammar) -> bool {
@@ -2810,6 +2831,11 @@ impl Matcher {
                 close,
             });
         }
+        // With value hashing a string may be ended on trial inside its content (see
+        // `string_end_viable`), which the lexeme state does not capture: walk every token.
+        if self.g.needs_hash && !is_key {
+            return None;
+        }
         key.push(u32::MAX);
         self.lexeme_key(key);
         Some(LexemeSplit::Walk)
@@ -3333,6 +3359,45 @@ mod tests {
         for walker in [false, true] {
             assert_eq!(refused_at(&schema, br#"{"s":"ab"#, b"cd", walker), Some(1));
         }
+    }
+
+    /// A repeated `enum` string in a `uniqueItems` array is refused at its last content byte
+    /// (it can only end there), not left as a dead end before its closing quote; a repeat
+    /// that can still grow into another value is not refused early.
+    #[test]
+    fn a_repeated_enum_string_is_refused_where_it_must_end() {
+        let tags = json!({"type": "array", "uniqueItems": true,
+            "items": {"enum": ["work", "travel", "family"]}});
+        assert_eq!(refused_at(&tags, b"[\"work\",\"", b"travel\"", false), None);
+        assert_eq!(
+            refused_at(&tags, b"[\"work\",\"travel\",\"", b"travel", false),
+            Some(5)
+        );
+        assert_eq!(
+            refused_at(&tags, b"[\"work\",\"travel\",\"", b"trave", false),
+            None
+        );
+        let event = json!({"type": "object", "properties": {
+            "tags": {"type": "array", "items": {"enum": ["work", "travel", "family"]},
+                     "maxItems": 3, "uniqueItems": true}}});
+        assert_eq!(
+            refused_with(
+                &Options::generation(),
+                &event,
+                b"{\"tags\":[\"work\",\"travel\",\"t",
+                b"ravel",
+                false
+            ),
+            Some(4)
+        );
+        let prefixes = json!({"type": "array", "uniqueItems": true,
+            "items": {"enum": ["ab", "abc"]}});
+        assert_eq!(refused_at(&prefixes, b"[\"ab\",\"", b"ab", false), None);
+        assert_eq!(
+            refused_at(&prefixes, b"[\"ab\",\"", b"ab\"", false),
+            Some(2)
+        );
+        assert_eq!(refused_at(&prefixes, b"[\"ab\",\"", b"abc\"]", false), None);
     }
 
     /// What only the end of a literal decides is checked as soon as the literal is known
