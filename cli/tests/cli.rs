@@ -85,6 +85,9 @@ fn a_missing_model_is_a_clear_error() {
     let err = text(&out.stderr);
     assert!(err.contains("/nonexistent/m.gguf"), "{err}");
     assert!(err.contains("fetch-assets"), "{err}");
+    // Printed once: no cause repeating the message.
+    assert!(!err.contains("Caused by"), "{err}");
+    assert_eq!(err.matches("/nonexistent/m.gguf").count(), 1, "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
 
@@ -205,20 +208,6 @@ fn an_incomplete_document_is_a_failure() {
     let err = text(&out.stderr);
     assert!(err.contains("incomplete"), "{err}");
     assert!(err.contains("--max-tokens"), "{err}");
-}
-
-#[test]
-fn errors_are_printed_once() {
-    let out = stencil(&[
-        "generate",
-        "--model",
-        "/nonexistent/m.gguf",
-        "--prompt",
-        "hi",
-    ]);
-    let err = text(&out.stderr);
-    assert!(!err.contains("Caused by"), "{err}");
-    assert_eq!(err.matches("/nonexistent/m.gguf").count(), 1, "{err}");
 }
 
 #[test]
