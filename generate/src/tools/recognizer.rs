@@ -680,7 +680,7 @@ mod tests {
 
     use super::*;
     use crate::tools::{Tool, ToolFormat};
-    use schema_compiler::Options;
+    use schema_compiler::{Options, Whitespace};
 
     fn tools() -> Vec<Tool> {
         vec![
@@ -714,7 +714,13 @@ mod tests {
         let tools = tools();
         let refs: Vec<&Tool> = tools.iter().collect();
         let schema = format.call_schema(&refs, usize::MAX);
-        let grammar = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        // Whitespace between a call's tokens is what several tests below exercise: the
+        // flexible policy (generation's default is compact).
+        let options = Options::generation().whitespace(Whitespace::Flexible {
+            max_newlines: 1,
+            max_spaces: 16,
+        });
+        let grammar = Arc::new(Grammar::compile(&schema, &options).unwrap());
         let calls = CallSequence::new(grammar, Arc::new(format.layout(usize::MAX)));
         let text = TextGuard::new(format.opening().as_bytes(), format.marker().as_bytes());
         ToolRecognizer::new(branches, text, Some(calls))
