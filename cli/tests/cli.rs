@@ -129,6 +129,19 @@ fn the_demo_example_validates_on_the_default_model() {
         .find_map(|l| l.strip_prefix("answer: "))
         .unwrap_or_else(|| panic!("no answer line in:\n{stdout}"));
     let answer: serde_json::Value = serde_json::from_str(answer).expect("the answer is JSON");
+    // The demo checks with the schema compiler; check again with an independent validator.
+    let examples: serde_json::Value =
+        serde_json::from_str(include_str!("../demo/examples.json")).expect("examples.json");
+    let schema = examples
+        .as_array()
+        .and_then(|all| all.iter().find(|e| e["name"] == "countries"))
+        .map(|e| &e["schema"])
+        .expect("the countries example");
+    let validator = jsonschema::draft202012::options()
+        .should_validate_formats(true)
+        .build(schema)
+        .expect("the example schema is a valid schema");
+    assert!(validator.is_valid(&answer), "{answer}");
     let expected = serde_json::json!({"name": "Nigeria", "continent": "Africa"});
     assert!(
         answer

@@ -28,6 +28,7 @@ use vocab_index::{TokenId, Vocabulary};
 
 use crate::backend;
 use crate::config::LlamaLog;
+use crate::vocab::GgufVocab;
 
 /// Loads the tokenizer a GGUF file carries (see the module docs).
 ///
@@ -162,25 +163,10 @@ impl std::fmt::Debug for GgufEncoder {
 
 impl TextEncoder for GgufEncoder {
     fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>, String> {
-        // llama.cpp takes the length as an i32 and its output count must fit one too.
-        if i32::try_from(text.len().saturating_add(2)).is_err() {
-            return Err(format!(
-                "text of {} bytes is too long for llama.cpp's tokenizer",
-                text.len()
-            ));
-        }
         // Special tokens written in the text are recognized, as `tokenizers` does.
-        self.raw
-            .vocab()
-            .tokenize(text.as_bytes(), add_special, true)
-            .into_iter()
-            .map(|t| {
-                u32::try_from(t.0)
-                    .ok()
-                    .filter(|&id| (id as usize) < self.n_vocab)
-                    .ok_or_else(|| format!("llama.cpp produced token id {}", t.0))
-            })
-            .collect()
+        GgufVocab::new(self.raw.vocab(), self.n_vocab)
+            .tokenize(text, add_special, true)
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -151,9 +151,12 @@ impl<'a> GgufVocab<'a> {
             .tokenize(text.as_bytes(), add_special, parse_special)
             .into_iter()
             .map(|token| {
-                u32::try_from(token.0).map_err(|_| {
-                    ModelError::Runtime(format!("llama.cpp produced token id {}", token.0))
-                })
+                u32::try_from(token.0)
+                    .ok()
+                    .filter(|&id| (id as usize) < self.n_vocab)
+                    .ok_or_else(|| {
+                        ModelError::Runtime(format!("llama.cpp produced token id {}", token.0))
+                    })
             })
             .collect()
     }
