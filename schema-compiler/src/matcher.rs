@@ -2767,7 +2767,8 @@ impl Matcher {
     /// fails: the content is free only if the frame's formula survives them all failing
     /// (`None` otherwise). `limited` holds the room each length-limited obligation has left:
     /// longer content fails it, and the budget ends where the formula no longer survives those
-    /// failures (`Some(None)`: it survives them all).
+    /// failures (`Some(None)`: it survives them all). Where it ends with some narrow obligation
+    /// in the slot, whether longer content is refused depends on the content: `None`.
     fn formula_budget(
         &self,
         t: usize,
@@ -2795,7 +2796,12 @@ impl Matcher {
                 e += 1;
             }
             if !survives(&limited[..e]) {
-                return Some(Some(room));
+                // Longer content fails these obligations, and the formula does not survive
+                // them failing together with every narrow one. But a narrow obligation fails
+                // only on some content: on the rest (the `X` of `"abX"` for `const: "abXYZ"`
+                // beside `const: "ab"`) it lives, and may carry the formula. Whether longer
+                // content is refused then depends on what it is, so there is no budget.
+                return narrow.is_empty().then_some(Some(room));
             }
             k = e;
         }
