@@ -90,6 +90,44 @@ fn every_case_is_exact_under_generation_options() {
     assert_exact(&Options::generation(), true);
 }
 
+/// Schema numbers that may have been rounded when read (more significant digits than a
+/// 64-bit float keeps, beyond the 64-bit integers) are refused, naming where they are; those
+/// read exactly compile.
+#[test]
+fn numbers_that_may_have_been_rounded_are_refused() {
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    for (text, keyword, at) in [
+        (r#"{"const": 18446744073709551617}"#, "const", "`const`"),
+        (
+            r#"{"type": "integer", "minimum": 18446744073709551616}"#,
+            "minimum",
+            "`minimum`",
+        ),
+        (
+            r#"{"properties": {"a": {"enum": [1, 0.30000000000000004]}}}"#,
+            "enum",
+            "`enum/1`",
+        ),
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            let e = Grammar::compile(&parse(text), &options).expect_err(text);
+            assert!(e.is_unsupported(), "{text}: {e}");
+            assert_eq!(e.keyword(), Some(keyword), "{text}: {e}");
+            assert!(e.to_string().contains(at), "{text}: {e}");
+        }
+    }
+    for text in [
+        r#"{"const": 18446744073709551615}"#,
+        r#"{"minimum": -9223372036854775808}"#,
+        r#"{"maximum": 0.1234567890123456}"#,
+        r#"{"maximum": 1.79769e308}"#,
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            Grammar::compile(&parse(text), &options).unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+    }
+}
+
 /// Schemas no document satisfies are refused with the reason, at the root's pointer.
 #[test]
 fn unsatisfiable_schemas_name_the_reason() {
