@@ -18,7 +18,7 @@ use std::sync::Arc;
 use generate::SchemaRecognizer;
 use kernel_support::cases::{Case, cases};
 use kernel_support::{
-    Plain, Rng, Tok, brute_mask, diff, grammar_with, recognizer_at, spelled, tok,
+    Plain, Rng, Tok, brute_mask, diff, grammar, grammar_with, recognizer_at, spelled, tok,
 };
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, MaskStats, Session};
 use schema_compiler::{Grammar, Options, Whitespace};
@@ -245,6 +245,7 @@ fn gemma3_masks_equal_the_brute_force() {
 
 const SUBSET: &[&str] = &[
     "free string",
+    "alternatives whose strings share a prefix",
     "bounded strings",
     "many literal keys",
     "unique items",
@@ -280,4 +281,55 @@ fn llama3_flexible_masks_equal_the_brute_force() {
         max_spaces: 16,
     };
     run_with(ws, "llama3", Some(SUBSET), 6, 2, 8);
+}
+
+/// The schemas of issue 20, section 1, replayed token by token under each tokenizer's own
+/// tokenization: before each token the mask allows it, and end of sequence is allowed at the
+/// end. `{"t":"abXYZ"}` was refused after `"ab`, where the first alternative's value ends
+/// and the second's goes on.
+#[test]
+fn prefix_sharing_alternatives_are_accepted_token_by_token() {
+    // (property, keyword, the shorter value, the longer value)
+    let pairs = [
+        ("t", "const", "ab", "abXYZ"),
+        ("t", "enum", "ab", "abXYZ"),
+        ("type", "enum", "Feature", "FeatureCollection"),
+    ];
+    let mut checked = 0;
+    for name in ["llama3", "gemma3", "qwen3", "llama2"] {
+        let t = tok(name);
+        for comb in ["anyOf", "oneOf"] {
+            for (key, keyword, short, long) in pairs {
+                let value = |v: &str| {
+                    if keyword == "enum" {
+                        serde_json::json!({"enum": [v]})
+                    } else {
+                        serde_json::json!({"const": v})
+                    }
+                };
+                let alt = |v: &str| serde_json::json!({"type": "object", "required": [key], "properties": {key: value(v)}});
+                let schema = serde_json::json!({ comb: [alt(short), alt(long)] });
+                let g = grammar(&schema);
+                for v in [long, short] {
+                    let text = serde_json::json!({ key: v }).to_string();
+                    let mut s = Session::new(t.flat.clone(), SchemaRecognizer::new(g.clone()));
+                    let mut cache = MaskCache::default();
+                    let mut mask = FixedBitSet::new();
+                    let mut ids = t.encode(&text);
+                    ids.push(t.vocab.eos_ids()[0]);
+                    for (i, &id) in ids.iter().enumerate() {
+                        s.mask(&mut cache, &mut mask).unwrap();
+                        assert!(
+                            mask.contains(id.as_usize()),
+                            "{name}: {text} under {schema}: token {i} ({:?}) is not allowed",
+                            String::from_utf8_lossy(t.vocab.bytes(id))
+                        );
+                        s.commit(id).unwrap();
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 0);
 }

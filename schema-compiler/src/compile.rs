@@ -327,6 +327,10 @@ pub struct Builder<'o> {
     and_memo: HashMap<Vec<NodeId>, NodeId>,
     /// Universe DFAs per primitive kind.
     universe: [DfaId; 4],
+    /// Plain notation (no exponent): every number spelled one way only, `canonical`; see
+    /// [`numeric::canonical_number_language`]. Where numbers are written in plain notation
+    /// (not `any_notation`), complements and `oneOf` are taken within it.
+    canonical: DfaId,
     empty: DfaId,
     total_states: usize,
     /// Nodes whose templates are still to be built.
@@ -392,6 +396,7 @@ impl<'o> Builder<'o> {
             arr_spec_memo: HashMap::default(),
             and_memo: HashMap::default(),
             universe: [0; 4],
+            canonical: 0,
             empty: 0,
             total_states: 0,
             pending: Vec::new(),
@@ -425,6 +430,12 @@ impl<'o> Builder<'o> {
             b.regex_dfa(&num_re, "#")?,
             b.regex_dfa("(?s:.*)", "#")?,
         ];
+        b.canonical = if n.any_notation {
+            b.universe[2]
+        } else {
+            let re = numeric::canonical_number_language(n.max_int_digits, n.max_frac_digits);
+            b.regex_dfa(&re, "#")?
+        };
         Ok(b)
     }
 
@@ -666,15 +677,21 @@ impl<'o> Builder<'o> {
 
     fn complement(&mut self, x: Lang, kind: Kind, loc: &str) -> Result<Lang, CompileError> {
         if self.any_notation(kind) {
+            let check = match self.num_pred(x) {
+                NumExpr::True => NumExpr::False,
+                NumExpr::False => NumExpr::True,
+                p => NumExpr::Not(Box::new(p)),
+            };
             return Ok(Lang {
                 dfa: self.universe[2],
                 min: 0,
                 max: None,
-                check: Some(NumExpr::Not(Box::new(self.num_pred(x)))),
+                check: Some(check),
             });
         }
         let x = self.fold_len(x, loc)?;
-        let dfa = self.dfa_op(2, self.universe[kind as usize], x.dfa, loc)?;
+        let within = self.spelling_universe(kind, &[x.dfa]);
+        let dfa = self.dfa_op(2, within, x.dfa, loc)?;
         Ok(Lang {
             dfa,
             min: 0,
@@ -698,6 +715,8 @@ impl<'o> Builder<'o> {
             folded.push(self.fold_len(x, loc)?);
         }
         // Union over i of (L_i minus the union of the others).
+        let ids: Vec<DfaId> = folded.iter().map(|l| l.dfa).collect();
+        let within = self.spelling_universe(kind, &ids);
         let mut parts = Vec::new();
         for i in 0..folded.len() {
             let mut others = self.empty;
@@ -706,14 +725,39 @@ impl<'o> Builder<'o> {
                     others = self.dfa_op(1, others, o.dfa, loc)?;
                 }
             }
+            let only = self.dfa_op(0, folded[i].dfa, within, loc)?;
             parts.push(Lang {
-                dfa: self.dfa_op(2, folded[i].dfa, others, loc)?,
+                dfa: self.dfa_op(2, only, others, loc)?,
                 min: 0,
                 max: None,
                 check: None,
             });
         }
         self.union(parts, kind, loc)
+    }
+
+    /// The spellings a complement or a `oneOf` is taken within: one spelling per value.
+    ///
+    /// A language of plain-notation numbers holds, of each value it allows, at least the
+    /// canonical spelling, and of no other value any spelling; but not every spelling of its
+    /// values (the `integer` language has `1`, not `1.0`; no plain language has `1e0`). Its
+    /// complement within every number text would hold the missing spellings of its own
+    /// values: `{"not": {"type": "integer"}}` would let `1.0` through. Within the canonical
+    /// spellings the complement holds exactly the canonical spellings of the other values, so
+    /// the notation policy narrows what is written but never widens a negation. Strings are
+    /// decoded before their DFAs run, and literals have one spelling each.
+    ///
+    /// Where every operand is every number or none (`{"oneOf": [{"type": "string"},
+    /// {"type": "number"}]}` for numbers), each holds all spellings of its values and the
+    /// whole universe stays exact.
+    fn spelling_universe(&self, kind: Kind, operands: &[DfaId]) -> DfaId {
+        let universe = self.universe[kind as usize];
+        let closed = operands.iter().all(|&d| d == universe || d == self.empty);
+        if kind == Kind::Number && !closed {
+            self.canonical
+        } else {
+            universe
+        }
     }
 
     fn check_cycle(&self, key: (NodeId, Kind)) -> Result<(), CompileError> {
@@ -885,6 +929,11 @@ impl<'o> Builder<'o> {
                     .is_some_and(|t| t.has(TypeSet::INTEGER) && !t.has(TypeSet::NUMBER));
                 let lower = tightest(&s.lower, true);
                 let upper = tightest(&s.upper, false);
+                if let (Some(l), Some(h)) = (&lower, &upper)
+                    && no_value_between(l, h)
+                {
+                    return Ok(self.empty_lang());
+                }
                 if self.options.numbers.any_notation {
                     let mut e = NumExpr::True;
                     if integer {
@@ -1581,13 +1630,72 @@ impl<'o> Builder<'o> {
                 },
             );
         }
-        // Record where dead ends are possible.
-        for p in &self.programs {
-            if p.ops.iter().any(|o| matches!(o, Op::Not | Op::OneOf(_))) {
-                let _ = p;
-            }
+        let t = self.templates[&root];
+        if t.lexers.iter().all(|&l| l == EMPTY_LEXER) && t.array.is_none() && t.object.is_none() {
+            return Err(CompileError::Unsatisfiable {
+                pointer: self.loc(root),
+                reason: self.unsatisfiable_reason(root),
+            });
         }
         Ok(())
+    }
+
+    /// Why no value is valid under `node`, as far as its own keywords tell.
+    fn unsatisfiable_reason(&self, node: NodeId) -> String {
+        let s = match self.node(node) {
+            Node::True => return "no value is valid under it".into(),
+            Node::False => return "the schema `false` accepts no value".into(),
+            Node::Schema(s) => s,
+        };
+        let mut why = Vec::new();
+        if s.not.iter().any(|&n| matches!(self.node(n), Node::True)) {
+            why.push("`not` holds a schema every value satisfies".to_string());
+        }
+        if s.types.is_some_and(|t| t.0 == 0) {
+            why.push("`type` lists no type".into());
+        }
+        let (lo, hi) = (tightest(&s.lower, true), tightest(&s.upper, false));
+        if let (Some(l), Some(h)) = (&lo, &hi)
+            && no_value_between(l, h)
+        {
+            why.push(format!(
+                "no number lies between the lower bound {} and the upper bound {}",
+                l.value, h.value
+            ));
+        }
+        if s.max_length.is_some_and(|m| m < s.min_length) {
+            why.push("`minLength` is above `maxLength`".into());
+        }
+        if s.max_items.is_some_and(|m| m < s.min_items) {
+            why.push("`minItems` is above `maxItems`".into());
+        }
+        if s.max_properties.is_some_and(|m| m < s.min_properties) {
+            why.push("`minProperties` is above `maxProperties`".into());
+        }
+        let generic = why.is_empty();
+        if generic {
+            why.push(
+                "its keywords (with `type`, `enum`, `allOf`, `anyOf`, `oneOf`, `not` and \
+                 `if`) rule out every value of every type"
+                    .into(),
+            );
+        }
+        let n = self.options.numbers;
+        let numbers = s
+            .types
+            .is_none_or(|t| t.has(TypeSet::NUMBER) || t.has(TypeSet::INTEGER));
+        if generic && numbers && (n.max_int_digits.is_some() || n.max_frac_digits.is_some()) {
+            why.push(format!(
+                "numbers are limited to {} integer and {} fraction digits",
+                n.max_int_digits.map_or("any".into(), |d| d.to_string()),
+                n.max_frac_digits.map_or("any".into(), |d| d.to_string()),
+            ));
+        }
+        format!("no JSON value is valid under it: {}", why.join("; "))
+    }
+
+    pub(crate) fn canonical_id(&self) -> DfaId {
+        self.canonical
     }
 
     pub(crate) fn universe_id(&self, i: usize) -> DfaId {
@@ -1611,6 +1719,11 @@ fn value_kind(v: &Value) -> Option<Kind> {
 }
 
 /// The tightest of several bounds (`lower`: the largest).
+/// Whether no number lies between lower bound `l` and upper bound `h`.
+fn no_value_between(l: &Bound, h: &Bound) -> bool {
+    h.value < l.value || (h.value == l.value && !(l.inclusive && h.inclusive))
+}
+
 fn tightest(bounds: &[Bound], lower: bool) -> Option<Bound> {
     let mut best: Option<Bound> = None;
     for b in bounds {

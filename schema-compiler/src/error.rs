@@ -38,6 +38,16 @@ pub enum CompileError {
         /// Why it did not resolve.
         reason: String,
     },
+    /// No JSON document is valid under the schema (`false`, `{"not": {}}`, `minimum` above
+    /// `maximum`, a `type` that every other keyword rules out, …): generation from it could
+    /// only fail, so it is refused.
+    #[error("unsatisfiable schema at {pointer}: {reason}")]
+    Unsatisfiable {
+        /// Location of the schema object (`#` for the root).
+        pointer: String,
+        /// Why no value is valid.
+        reason: String,
+    },
     /// A compile limit was hit.
     #[error("limit `{limit}` exceeded at {pointer}: {detail}")]
     Limit {
@@ -57,7 +67,8 @@ impl CompileError {
             CompileError::Unsupported { pointer, .. }
             | CompileError::Invalid { pointer, .. }
             | CompileError::UnresolvedRef { pointer, .. }
-            | CompileError::Limit { pointer, .. } => pointer,
+            | CompileError::Limit { pointer, .. }
+            | CompileError::Unsatisfiable { pointer, .. } => pointer,
         }
     }
 
@@ -68,8 +79,14 @@ impl CompileError {
                 Some(keyword)
             }
             CompileError::UnresolvedRef { .. } => Some("$ref"),
-            CompileError::Limit { .. } => None,
+            CompileError::Limit { .. } | CompileError::Unsatisfiable { .. } => None,
         }
+    }
+
+    /// Whether the error means that no document is valid under the schema: a validator would
+    /// reject every instance.
+    pub fn is_unsatisfiable(&self) -> bool {
+        matches!(self, CompileError::Unsatisfiable { .. })
     }
 
     /// Whether the error means "not implemented" rather than "wrong schema" or "too big".

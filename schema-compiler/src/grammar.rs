@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::compile::{ArrSpec, Builder, DfaId, Lexer, ObjSpec, Program, ValueTemplate};
+use crate::compile::{ArrSpec, Builder, DfaId, Lexer, LexerId, ObjSpec, Program, ValueTemplate};
 use crate::dfa::Dfa;
 use crate::error::CompileError;
 use crate::ir::{Lowering, NodeId};
@@ -33,6 +33,9 @@ pub struct Grammar {
     pub(crate) utf8: DfaId,
     /// DFA of number syntax under the number policy.
     pub(crate) number_syntax: DfaId,
+    /// DFA of the canonical spellings of numbers (one per value) where the policy writes
+    /// constrained numbers in plain notation; `number_syntax` otherwise.
+    pub(crate) canonical_syntax: DfaId,
     /// DFA of `true|false|null`.
     pub(crate) literal_syntax: DfaId,
     /// Whether values are hashed (some array has `uniqueItems`).
@@ -77,6 +80,7 @@ impl Compiler {
         b.build_templates(root)?;
         let utf8 = b.utf8_id();
         let number_syntax = b.number_syntax_id();
+        let canonical_syntax = b.canonical_id();
         let literal_syntax = b.literal_syntax_id()?;
         let n = b.low.nodes.len();
         let mut templates = vec![None; n];
@@ -109,6 +113,7 @@ impl Compiler {
             report: CompileReport { notes: b.low.notes },
             utf8,
             number_syntax,
+            canonical_syntax,
             literal_syntax,
             needs_hash,
         })
@@ -160,6 +165,13 @@ impl Grammar {
             live_all: f.live_at(level),
             free: f.free_at(level),
         }
+    }
+
+    /// Whether lexer `lexer` decides a number by its value whatever its spelling: every
+    /// number, none, or (any notation) an exact check of the value.
+    pub(crate) fn number_exact(&self, lexer: LexerId) -> bool {
+        let l = &self.lexers[lexer as usize];
+        l.dfa == self.number_syntax || self.dfas[l.dfa as usize].is_empty() || l.check.is_some()
     }
 
     pub(crate) fn template(&self, node: NodeId) -> &ValueTemplate {

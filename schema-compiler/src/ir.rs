@@ -650,6 +650,19 @@ impl<'o> Lowering<'o> {
 
         for (key, v) in obj {
             let k = key.as_str();
+            if VALUE_KEYWORDS.contains(&k)
+                && let Some((at, n)) = rounded_number(v, String::new())
+            {
+                return Err(CompileError::Unsupported {
+                    keyword: k.into(),
+                    pointer: here.clone(),
+                    reason: format!(
+                        "the number at `{k}{at}` was read as the 64-bit float {n}, which needs 17 \
+                         significant digits: the number as written may have had more and been \
+                         rounded, so its exact value is unknown"
+                    ),
+                });
+            }
             match k {
                 "$ref" => {}
                 "$schema" => {
@@ -982,6 +995,44 @@ impl<'o> Lowering<'o> {
             }
         }
         Ok(s)
+    }
+}
+
+/// Keywords whose numbers are compared with instance values.
+const VALUE_KEYWORDS: &[&str] = &[
+    "enum",
+    "const",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+/// The first number in `v` (and its pointer below `at`) that may have been rounded when read.
+///
+/// Integers that fit 64 bits are read exactly; every other number is read as the nearest
+/// `f64`, and the compiler takes its shortest round-trip decimal (`0.1` as exactly `0.1`). A
+/// number written with at most 16 significant digits is that decimal; one whose shortest
+/// decimal needs 17 digits was written with 17 or more (`18446744073709551617`, read as
+/// `18446744073709552000`), and may have lost some.
+fn rounded_number(v: &Value, at: String) -> Option<(String, f64)> {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64()?;
+            let text = format!("{x:e}");
+            let mantissa = text.split('e').next().unwrap_or("");
+            let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
+            (digits >= 17).then_some((at, x))
+        }
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, x)| rounded_number(x, format!("{at}/{i}"))),
+        Value::Object(m) => m
+            .iter()
+            .find_map(|(k, x)| rounded_number(x, format!("{at}/{}", escape_token(k)))),
+        _ => None,
     }
 }
 

@@ -260,6 +260,8 @@ struct Lex {
     /// Strings and keys: which one (numbered as they start), so the lexeme walker can keep
     /// what it learnt about this one between walks.
     inst: u32,
+    /// Numbers: the syntax DFA `core.syn` runs in (see [`State::number_syntax_for`]).
+    syntax: DfaId,
 }
 
 /// What one byte of a string does.
@@ -811,7 +813,7 @@ impl Matcher {
                     return false;
                 }
                 let syntax = if st.lex.kind == LexKind::Num {
-                    g.number_syntax
+                    st.lex.syntax
                 } else {
                     g.literal_syntax
                 };
@@ -1212,12 +1214,13 @@ impl State {
                     hash2: HASH2_SEED,
                     text_start: 0,
                     inst,
+                    syntax: 0,
                 });
                 self.slot_viable(g, t)
             }
             _ => {
                 let (lk, syntax) = if kind == Kind::Number {
-                    (LexKind::Num, g.number_syntax)
+                    (LexKind::Num, self.number_syntax_for(g, t))
                 } else {
                     (LexKind::Lit, g.literal_syntax)
                 };
@@ -1237,6 +1240,7 @@ impl State {
                     // Earlier texts stay until `commit`, so pops can restore them.
                     text_start: self.text.len() as u32,
                     inst: 0,
+                    syntax,
                 });
                 if (lk == LexKind::Num && g.options.numbers.any_notation) || g.needs_hash {
                     self.journal.push(Undo::Text(self.text.len() as u32));
@@ -1268,7 +1272,7 @@ impl State {
             self.rollback(mark);
             return ok;
         }
-        let syntax = g.number_syntax;
+        let syntax = self.lex.syntax;
         if !g.dfa(syntax).is_final(self.lex.core.syn) {
             return true;
         }
@@ -1287,6 +1291,33 @@ impl State {
         let ok = self.finish_primitive(g);
         self.rollback(mark);
         ok
+    }
+
+    /// The syntax a number starting in frame `t`'s slot is spelled in.
+    ///
+    /// Under a notation policy that writes constrained numbers in plain notation, an
+    /// obligation's language holds the canonical spelling of each value it allows but not every
+    /// other spelling (`1.0` is an integer that the `integer` language does not hold), so on
+    /// such a spelling the obligation fails though the value satisfies it. Where every
+    /// obligation must pass that only narrows what is written. Where the frame's formula
+    /// decides (`not`, `oneOf`, `if`, even where the slot is free because the frame survives
+    /// every failure) or an obligation is counted (`contains` under `maxContains`), a failure
+    /// may let the document through instead, so there the number is held to its canonical
+    /// spelling, on which every obligation's verdict is exact.
+    fn number_syntax_for(&self, g: &Grammar, t: usize) -> DfaId {
+        if g.canonical_syntax == g.number_syntax {
+            return g.number_syntax;
+        }
+        let f = &self.frames[t];
+        let decided = |o: &Obl| o.role == Role::Contains || f.slot_mode != Mode::All;
+        let inexact = self.obls[f.slot_start as usize..f.slot_end as usize]
+            .iter()
+            .any(|o| !o.failed && decided(o) && !g.number_exact(o.lexer));
+        if inexact {
+            g.canonical_syntax
+        } else {
+            g.number_syntax
+        }
     }
 
     /// Obligations for the next item of an array frame.
@@ -1391,7 +1422,7 @@ impl State {
     /// Feeds `b` to the number or literal being lexed and its obligations.
     fn advance_primitive(&mut self, g: &Grammar, b: u8) -> bool {
         let syntax = if self.lex.kind == LexKind::Num {
-            g.number_syntax
+            self.lex.syntax
         } else {
             g.literal_syntax
         };
@@ -1597,7 +1628,7 @@ impl State {
     /// Ends a number or literal before a byte that cannot continue it.
     fn end_primitive(&mut self, g: &Grammar) -> bool {
         let syntax = if self.lex.kind == LexKind::Num {
-            g.number_syntax
+            self.lex.syntax
         } else {
             g.literal_syntax
         };
@@ -1804,6 +1835,7 @@ impl State {
             hash2: HASH2_SEED,
             text_start: 0,
             inst,
+            syntax: 0,
         });
         self.frame_viable(g, t)
     }
@@ -2767,7 +2799,8 @@ impl Matcher {
     /// fails: the content is free only if the frame's formula survives them all failing
     /// (`None` otherwise). `limited` holds the room each length-limited obligation has left:
     /// longer content fails it, and the budget ends where the formula no longer survives those
-    /// failures (`Some(None)`: it survives them all).
+    /// failures (`Some(None)`: it survives them all). Where it ends with some narrow obligation
+    /// in the slot, whether longer content is refused depends on the content: `None`.
     fn formula_budget(
         &self,
         t: usize,
@@ -2795,7 +2828,12 @@ impl Matcher {
                 e += 1;
             }
             if !survives(&limited[..e]) {
-                return Some(Some(room));
+                // Longer content fails these obligations, and the formula does not survive
+                // them failing together with every narrow one. But a narrow obligation fails
+                // only on some content: on the rest (the `X` of `"abX"` for `const: "abXYZ"`
+                // beside `const: "ab"`) it lives, and may carry the formula. Whether longer
+                // content is refused then depends on what it is, so there is no budget.
+                return narrow.is_empty().then_some(Some(room));
             }
             k = e;
         }
@@ -2970,6 +3008,9 @@ impl Matcher {
         }
         let l = &st.lex;
         key.extend([l.kind as u32, l.core.esc as u32, l.core.uval, l.core.syn]);
+        if l.kind == LexKind::Num {
+            key.push(l.syntax);
+        }
         let f = &st.frames[st.top()];
         if self.g.needs_hash {
             key.extend([l.hash as u32, (l.hash >> 32) as u32, l.hash2 as u32]);

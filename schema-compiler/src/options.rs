@@ -70,7 +70,10 @@ pub struct NumberPolicy {
     /// numeric `enum`/`const`) may be written with an exponent or as `1.0` for an integer.
     ///
     /// With `false` (for generation) such numbers are recognized in plain notation by an
-    /// exact automaton, so every prefix it accepts can still be completed. With `true` (for
+    /// exact automaton, so every prefix it accepts can still be completed; where a negation
+    /// (`not`, `oneOf`, `if`) or a `contains` count decides on a number, it is held to its
+    /// canonical spelling (no exponent, no trailing zero, no `-0`), so that the policy never
+    /// lets another spelling of an excluded value through. With `true` (for
     /// validation) every JSON spelling is accepted and the value is checked exactly when the
     /// number ends; a prefix may then turn out to have no valid completion.
     pub any_notation: bool,

@@ -244,6 +244,31 @@ async fn a_schema_that_does_not_compile_is_a_400_even_when_streaming() {
     server.stop().await;
 }
 
+/// A schema no document satisfies is refused before anything is generated (it used to end in
+/// a 500 once whitespace padding ran out of room).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsatisfiable_schema_is_a_400() {
+    let server = start(config(), Knobs::default());
+    let r = server.router();
+    for schema in [
+        json!({"not": {}}),
+        json!({"type": "integer", "minimum": 5, "maximum": 4}),
+    ] {
+        let reply = call(
+            &r,
+            "POST",
+            "/v1/chat/completions",
+            Some(json!({"messages": user("x"), "response_format": json_schema_format(schema)})),
+        )
+        .await;
+        let e = reply.error(400);
+        assert_eq!(e["code"], "invalid_json_schema");
+        let msg = e["message"].as_str().unwrap();
+        assert!(msg.contains("unsatisfiable schema at #"), "{msg}");
+    }
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_sent_events_in_openai_chunk_format() {
     let server = start(config(), Knobs::default());

@@ -191,6 +191,29 @@ pub fn cases() -> Vec<Case> {
             ],
         },
         Case {
+            // One alternative's string ends where another's goes on: after `"ab` (or
+            // `"Feature`) the content that continues the longer value is allowed and the rest
+            // is not, so no code-point budget describes the mask.
+            name: "alternatives whose strings share a prefix",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "t": {"anyOf": [
+                        {"type": "object", "required": ["t"], "properties": {"t": {"const": "ab"}}},
+                        {"type": "object", "required": ["t"], "properties": {"t": {"const": "abXYZ"}}}
+                    ]},
+                    "g": {"oneOf": [
+                        {"type": "object", "required": ["type"], "properties": {"type": {"enum": ["Feature"]}}},
+                        {"type": "object", "required": ["type"], "properties": {"type": {"enum": ["FeatureCollection"]}}}
+                    ]}
+                }
+            }),
+            valid: &[
+                r#"{"t":{"t":"abXYZ"},"g":{"type":"FeatureCollection"}}"#,
+                r#"{"t":{"t":"ab"},"g":{"type":"Feature"}}"#,
+            ],
+        },
+        Case {
             name: "arrays with bounds",
             schema: json!({
                 "type": "array",

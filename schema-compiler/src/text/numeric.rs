@@ -128,6 +128,42 @@ pub fn number_language(spec: &NumberSpec) -> Result<String, NumberError> {
     Ok(number_re(spec)?.to_regex())
 }
 
+/// The full-match regex of the canonical plain spellings of numbers: no exponent, no sign on
+/// zero, no trailing zero in a fraction (`1`, `-0.25`, `0`; not `1.0`, `-0`, `1e0`), with at
+/// most `max_int_digits` digits before the point and `max_frac_digits` after it (`None`:
+/// unbounded). Each value within the limits has exactly one spelling here.
+///
+/// ```
+/// use schema_compiler::text::numeric::canonical_number_language;
+///
+/// let re = canonical_number_language(Some(3), Some(2));
+/// let re = regex::Regex::new(&format!("^(?:{re})$")).unwrap();
+/// for yes in ["0", "7", "-7", "999", "0.5", "-0.05", "12.25"] {
+///     assert!(re.is_match(yes), "{yes}");
+/// }
+/// for no in ["-0", "1.0", "0.50", "1e0", "1000", "0.125", "01", ".5", "-0.0"] {
+///     assert!(!re.is_match(no), "{no}");
+/// }
+/// ```
+pub fn canonical_number_language(
+    max_int_digits: Option<u32>,
+    max_frac_digits: Option<u32>,
+) -> String {
+    let upto = |n: Option<u32>| match n {
+        Some(n) => format!("{{0,{}}}", n.saturating_sub(1)),
+        None => "*".to_string(),
+    };
+    let int = format!("[1-9][0-9]{}", upto(max_int_digits));
+    let mut re = format!("0|-?{int}");
+    if max_frac_digits != Some(0) {
+        re.push_str(&format!(
+            "|-?(?:0|{int})\\.[0-9]{}[1-9]",
+            upto(max_frac_digits)
+        ));
+    }
+    re
+}
+
 pub(crate) fn number_re(spec: &NumberSpec) -> Result<Re, NumberError> {
     if spec.max_int_digits == Some(0) {
         return Err(NumberError::ZeroDigitLimit {

@@ -153,18 +153,20 @@ pub const SUITES: &[SuiteDef] = &[
     },
 ];
 
+/// One schema with its tests, in Test-Suite form.
 #[derive(Deserialize)]
-struct Case {
-    description: String,
-    schema: serde_json::Value,
-    tests: Vec<Test>,
+pub struct Case {
+    pub description: String,
+    pub schema: serde_json::Value,
+    pub tests: Vec<Test>,
 }
 
+/// One instance, its text kept as written.
 #[derive(Deserialize)]
-struct Test {
-    description: String,
-    data: Box<RawValue>,
-    valid: bool,
+pub struct Test {
+    pub description: String,
+    pub data: Box<RawValue>,
+    pub valid: bool,
 }
 
 /// How one test came out.
@@ -475,6 +477,15 @@ pub fn judge(
 ) -> Record {
     let g = match grammar {
         Ok(g) => g.clone(),
+        // Refused because no document is valid: a verdict on every instance.
+        Err(e) if e.is_unsatisfiable() => {
+            let (outcome, detail) = if valid {
+                (Outcome::FalseReject, e.to_string())
+            } else {
+                (Outcome::Pass, String::new())
+            };
+            return verdict(id, outcome, detail);
+        }
         Err(e) => {
             let (outcome, unsupported) = compile_error_outcome(e);
             return Record {
@@ -515,6 +526,11 @@ pub fn judge(
     } else if outcome == Outcome::FalseReject {
         detail = format!("{detail} in {compact}");
     }
+    verdict(id, outcome, detail)
+}
+
+/// The record of a verdict on an instance.
+fn verdict(id: String, outcome: Outcome, detail: String) -> Record {
     Record {
         id,
         section: String::new(),

@@ -1,0 +1,169 @@
+//! The exactness ratchet: `tests/data/exactness.json` (Test-Suite form) holds schemas where a
+//! verdict was once wrong, each with instances on both sides of it, and every one of them must
+//! come out right under both option sets.
+//!
+//! - Validation options: each instance, compact and pretty-printed, is accepted exactly when it
+//!   is valid.
+//! - Generation options: the notation policy may narrow what is written but never widen what
+//!   a schema lets through. An invalid instance is refused in whatever spelling the file gives it
+//!   (`1e0`, `10e-1`, `2.0`); a valid instance, which the file spells canonically (plain
+//!   notation, no trailing zero), is accepted.
+//!
+//! A schema no document satisfies may be refused at compile time with an `unsatisfiable`
+//! error; that counts as refusing each instance, so it passes only when all are invalid.
+
+mod support;
+
+use std::sync::Arc;
+
+use schema_compiler::{Grammar, Matcher, Options};
+use support::suite::{Case, accepts, minify, pretty};
+
+fn cases() -> Vec<Case> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/exactness.json");
+    let text = std::fs::read_to_string(path).expect("the exactness cases are checked in");
+    serde_json::from_str(&text).expect("the exactness cases parse")
+}
+
+/// The wrong verdicts under `options`, one line each; `generation` selects the rules above.
+fn failures(options: &Options, generation: bool) -> Vec<String> {
+    let mut out = Vec::new();
+    for case in cases() {
+        let grammar = match Grammar::compile(&case.schema, options) {
+            Ok(g) => Arc::new(g),
+            Err(e) if e.is_unsatisfiable() => {
+                for t in case.tests.iter().filter(|t| t.valid) {
+                    out.push(format!(
+                        "{} / {}: valid, but the schema was refused: {e}",
+                        case.description, t.description
+                    ));
+                }
+                continue;
+            }
+            Err(e) => {
+                out.push(format!("{}: does not compile: {e}", case.description));
+                continue;
+            }
+        };
+        let mut m = Matcher::new(grammar);
+        for t in &case.tests {
+            let compact = minify(t.data.get());
+            let texts = if generation {
+                vec![compact]
+            } else {
+                vec![pretty(t.data.get()), compact]
+            };
+            for text in texts {
+                let verdict = accepts(&mut m, &text);
+                if verdict.is_ok() != t.valid {
+                    out.push(format!(
+                        "{} / {}: {} {text}{}",
+                        case.description,
+                        t.description,
+                        if t.valid { "rejected" } else { "accepted" },
+                        verdict.err().map(|w| format!(" ({w})")).unwrap_or_default()
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn assert_exact(options: &Options, generation: bool) {
+    let bad = failures(options, generation);
+    assert!(
+        bad.is_empty(),
+        "{} wrong verdicts:\n  {}",
+        bad.len(),
+        bad.join("\n  ")
+    );
+}
+
+#[test]
+fn every_case_is_exact_under_validation_options() {
+    assert_exact(&Options::validation(), false);
+}
+
+#[test]
+fn every_case_is_exact_under_generation_options() {
+    assert_exact(&Options::generation(), true);
+}
+
+/// Schema numbers that may have been rounded when read (more significant digits than a
+/// 64-bit float keeps, beyond the 64-bit integers) are refused, naming where they are; those
+/// read exactly compile.
+#[test]
+fn numbers_that_may_have_been_rounded_are_refused() {
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    for (text, keyword, at) in [
+        (r#"{"const": 18446744073709551617}"#, "const", "`const`"),
+        (
+            r#"{"type": "integer", "minimum": 18446744073709551616}"#,
+            "minimum",
+            "`minimum`",
+        ),
+        (
+            r#"{"properties": {"a": {"enum": [1, 0.30000000000000004]}}}"#,
+            "enum",
+            "`enum/1`",
+        ),
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            let e = Grammar::compile(&parse(text), &options).expect_err(text);
+            assert!(e.is_unsupported(), "{text}: {e}");
+            assert_eq!(e.keyword(), Some(keyword), "{text}: {e}");
+            assert!(e.to_string().contains(at), "{text}: {e}");
+        }
+    }
+    for text in [
+        r#"{"const": 18446744073709551615}"#,
+        r#"{"minimum": -9223372036854775808}"#,
+        r#"{"maximum": 0.1234567890123456}"#,
+        r#"{"maximum": 1.79769e308}"#,
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            Grammar::compile(&parse(text), &options).unwrap_or_else(|e| panic!("{text}: {e}"));
+        }
+    }
+}
+
+/// Schemas no document satisfies are refused with the reason, at the root's pointer.
+#[test]
+fn unsatisfiable_schemas_name_the_reason() {
+    for (schema, reason) in [
+        (serde_json::json!(false), "`false`"),
+        (serde_json::json!({"not": {}}), "`not`"),
+        (
+            serde_json::json!({"type": "number", "minimum": 5, "maximum": 4}),
+            "lower bound 5",
+        ),
+        (
+            serde_json::json!({"type": "string", "minLength": 3, "maxLength": 2}),
+            "`minLength` is above `maxLength`",
+        ),
+        (
+            serde_json::json!({"allOf": [{"type": "string"}, {"type": "integer"}]}),
+            "rule out every value",
+        ),
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            let e = Grammar::compile(&schema, &options).expect_err("unsatisfiable");
+            assert!(e.is_unsatisfiable(), "{schema}: {e}");
+            assert_eq!(e.pointer(), "#", "{schema}: {e}");
+            let text = e.to_string();
+            assert!(text.starts_with("unsatisfiable schema at #"), "{text}");
+            assert!(text.contains(reason), "{schema}: {text}");
+        }
+    }
+    // The edge of satisfiable compiles.
+    for schema in [
+        serde_json::json!({"type": "number", "minimum": 4, "maximum": 4}),
+        serde_json::json!({"type": "string", "minLength": 2, "maxLength": 2}),
+        serde_json::json!({"properties": {"a": false}}),
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            Grammar::compile(&schema, &options).unwrap_or_else(|e| panic!("{schema}: {e}"));
+        }
+    }
+}
