@@ -72,16 +72,27 @@ def _build(tokenizer, vocab_size):
     )
 
 
+def _entries(tokenizer, create: bool):
+    """The cache's {vocab_size: Vocab} of `tokenizer` (None when absent and not `create`)."""
+    try:
+        per = _cache.get(tokenizer)
+        if per is None and create:
+            per = _cache[tokenizer] = {}
+        return per
+    except TypeError:  # not weakly referenceable: kept by id, with the object itself
+        entry = _strong.get(id(tokenizer))
+        if entry is None and create:
+            entry = _strong[id(tokenizer)] = (tokenizer, {})
+        return None if entry is None else entry[1]
+
+
 def vocab_from_transformers(tokenizer, vocab_size=None) -> Vocab:
     """``Vocab.from_transformers``: built once per tokenizer object and ``vocab_size``."""
     with _lock:
-        try:
-            per = _cache.setdefault(tokenizer, {})
-        except TypeError:
-            per = _strong.setdefault(id(tokenizer), (tokenizer, {}))[1]
-        vocab = per.get(vocab_size)
+        per = _entries(tokenizer, create=False)
+        vocab = None if per is None else per.get(vocab_size)
     if vocab is None:
         vocab = _build(tokenizer, vocab_size)
         with _lock:
-            vocab = per.setdefault(vocab_size, vocab)
+            vocab = _entries(tokenizer, create=True).setdefault(vocab_size, vocab)
     return vocab

@@ -73,13 +73,3 @@ def test_a_batch_of_two_writes_schema_valid_json(tokenizer, model, sample):
         body = row[: min(row.index(t) for t in eos if t in row)]
         text = b"".join(vocab.token_bytes(t) for t in body).decode()
         jsonschema.validate(json.loads(text), SCHEMA)
-
-
-def test_vocabularies_are_cached_per_tokenizer(tokenizer):
-    assert Vocab.from_transformers(tokenizer) is Vocab.from_transformers(tokenizer)
-    padded = Vocab.from_transformers(tokenizer, vocab_size=MODEL_VOCAB)
-    assert len(padded) == MODEL_VOCAB and padded is not Vocab.from_transformers(tokenizer)
-    own = Vocab.from_tokenizer_json(tokenizer_path("llama3"))
-    hf = Vocab.from_transformers(tokenizer)
-    assert len(hf) == len(own)
-    assert all(hf.token_bytes(i) == own.token_bytes(i) for i in range(0, len(own), 101))
