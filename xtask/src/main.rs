@@ -7,6 +7,7 @@ mod assets;
 mod convert;
 mod fsutil;
 mod mlx;
+mod python;
 mod smoke;
 mod steps;
 mod sysdeps;
@@ -69,6 +70,14 @@ enum Cmd {
     },
     /// Fetch assets if missing, then run every test of the workspace.
     Test,
+    /// Build the Python package (`python/`, wheel `stencil-json`) with maturin into
+    /// `<target>/wheels/` and install it, with pytest, hypothesis, numpy, jsonschema, MLX and
+    /// mlx-lm from PyPI, into the virtual environment `<target>/python-venv/`.
+    Python {
+        /// Build the release profile instead of the (optimised) dev profile the tests use.
+        #[arg(long)]
+        release: bool,
+    },
     /// Make the MLX runtime (runtime-mlx) build on Linux: MLX from PyPI, mlx-c built against
     /// it, bindings, and `.cargo/mlx.toml` pointing mlx-sys at them (all in the download
     /// cache; nothing to do on macOS). Fast when already done.
@@ -124,6 +133,16 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Cargo's target folder: `$CARGO_TARGET_DIR` (relative to the repository root when
+    /// relative), else `<root>/target`.
+    pub fn target_dir(&self) -> PathBuf {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("target"));
+        self.root.join(target)
+    }
+
     fn from_env() -> Result<Self> {
         // `cargo run` passes the manifest folder at run time; prefer it to the one seen at
         // build time, which is stale when checkouts share a target directory.
@@ -180,6 +199,7 @@ fn run(cli: Cli) -> Result<()> {
             force,
         } => convert_model(&layout, gguf, out, tokenizer, force),
         Cmd::Test => steps::run(&layout, &steps::test()),
+        Cmd::Python { release } => steps::run(&layout, &steps::python(release)),
         Cmd::Setup { check } => sysdeps::setup(check),
         Cmd::MlxSetup => {
             sysdeps::ensure(sysdeps::Scope::Build)?;
@@ -289,6 +309,14 @@ mod tests {
                 Err(e) => panic!("{:?}: {e}", s.args),
             }
         }
+    }
+
+    #[test]
+    fn python_takes_a_release_flag() {
+        let cli = Cli::try_parse_from(["xtask", "python"]).unwrap();
+        assert!(matches!(cli.command, Cmd::Python { release: false }));
+        let cli = Cli::try_parse_from(["xtask", "python", "--release"]).unwrap();
+        assert!(matches!(cli.command, Cmd::Python { release: true }));
     }
 
     #[test]

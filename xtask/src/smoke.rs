@@ -61,6 +61,8 @@ pub const SMOKE: &[Smoke] = &[
     xtask("convert-model", &["convert-model"]),
     // The suites take seconds; `--dev` reuses the test step's build instead of a release one.
     xtask("conformance", &["conformance", "--dev"]),
+    // The test step built and installed the wheel: again, only the module is checked.
+    xtask("python", &["python"]),
     // These build in release mode or run for minutes.
     xtask("demo", &["demo", "--help"]),
     xtask("test", &["test", "--help"]),
@@ -116,11 +118,7 @@ pub fn run(layout: &Layout) -> Result<()> {
 
 /// `target/debug/stencil`, under `$CARGO_TARGET_DIR` when that is set.
 fn stencil_binary(layout: &Layout) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("target"));
-    layout.root.join(target).join("debug/stencil")
+    layout.target_dir().join("debug/stencil")
 }
 
 /// The commands `text` mentions that have no entry in [`SMOKE`], as `cargo xtask <command>` or

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use crate::Layout;
 use crate::assets::{self, Asset};
 use crate::sysdeps::{self, Scope};
-use crate::{convert, mlx, smoke, tools};
+use crate::{convert, mlx, python, smoke, tools};
 
 /// One step of a subcommand.
 pub enum Step {
@@ -34,6 +34,11 @@ pub enum Step {
         /// The arguments after `cargo`.
         args: Vec<OsString>,
     },
+    /// `cargo xtask python`: the wheel built (the release profile with `true`) and installed
+    /// into the Python environment xtask manages, with the tests' dependencies.
+    Python(bool),
+    /// `pytest python/tests` with that environment's Python.
+    Pytest,
     /// Every command README.md documents, on its quickest path (see [`smoke`]).
     Smoke,
     /// A bash script of the repository, run from the repository root.
@@ -92,6 +97,9 @@ fn test_steps() -> Vec<Step> {
             ["test", "--workspace", "--benches", "--no-run"],
         ),
         cargo("doc tests", ["test", "--workspace", "--doc"]),
+        // The wheel reuses the dependencies the tests above built (the same dev profile).
+        Step::Python(false),
+        Step::Pytest,
         // `stencil serve` on the default model, driven by the `openai` Python package and curl;
         // it uses the `stencil` binary the tests above built.
         Step::Script {
@@ -101,6 +109,11 @@ fn test_steps() -> Vec<Step> {
         // Uses the `stencil` binary built above.
         Step::Smoke,
     ]
+}
+
+/// `cargo xtask python [--release]`: the wheel, installed into xtask's Python environment.
+pub fn python(release: bool) -> Vec<Step> {
+    vec![Step::Setup(Scope::Build), Step::Python(release)]
 }
 
 /// `cargo xtask conformance`: the schema compiler's `conformance` example in release mode (in
@@ -321,6 +334,18 @@ fn run_command(layout: &Layout, mut cmd: Command, what: &str, shown: &str) -> Re
     Ok(())
 }
 
+/// Prints step `k` of `n` with its command, then runs it with [`run_command`].
+fn run_numbered(
+    layout: &Layout,
+    (k, n): (usize, usize),
+    title: &str,
+    cmd: Command,
+    shown: &str,
+) -> Result<()> {
+    println!("==> [{k}/{n}] {title}: {shown}");
+    run_command(layout, cmd, &format!("step {k}/{n} ({title})"), shown)
+}
+
 /// Runs `steps` in order, printing each with its duration; stops at the first failure.
 pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
     let total = Instant::now();
@@ -349,6 +374,26 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
                 convert::convert_default(layout)?;
                 "convert-model".to_owned()
             }
+            Step::Python(release) => {
+                println!(
+                    "==> [{}/{n}] the Python package (wheel and environment)",
+                    i + 1
+                );
+                python::build(layout, *release)?;
+                "python".to_owned()
+            }
+            Step::Pytest => {
+                let cmd = python::pytest(layout)?;
+                let shown = tools::show(&cmd);
+                run_numbered(
+                    layout,
+                    (i + 1, n),
+                    "the Python package's tests",
+                    cmd,
+                    &shown,
+                )?;
+                "pytest".to_owned()
+            }
             Step::Smoke => {
                 println!("==> [{}/{n}] every command README.md documents", i + 1);
                 smoke::run(layout)?;
@@ -361,13 +406,7 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
                     .chain(args.iter().map(|a| a.to_string_lossy()))
                     .collect::<Vec<_>>()
                     .join(" ");
-                println!("==> [{}/{n}] {title}: {shown}", i + 1);
-                run_command(
-                    layout,
-                    cmd,
-                    &format!("step {}/{n} ({title})", i + 1),
-                    &shown,
-                )?;
+                run_numbered(layout, (i + 1, n), title, cmd, &shown)?;
                 (*title).to_owned()
             }
             Step::Script { title, path } => {
@@ -375,13 +414,7 @@ pub fn run(layout: &Layout, steps: &[Step]) -> Result<()> {
                 // Scripts use the binaries the test step built, not a build of their own.
                 cmd.arg(path).env("STENCIL_SKIP_BUILD", "1");
                 let shown = format!("bash {path}");
-                println!("==> [{}/{n}] {title}: {shown}", i + 1);
-                run_command(
-                    layout,
-                    cmd,
-                    &format!("step {}/{n} ({title})", i + 1),
-                    &shown,
-                )?;
+                run_numbered(layout, (i + 1, n), title, cmd, &shown)?;
                 (*title).to_owned()
             }
         };
@@ -412,6 +445,8 @@ mod tests {
             Step::Cargo { args, .. } => args.iter().map(|a| a.to_string_lossy().into()).collect(),
             Step::Setup(_) => vec!["<setup>".into()],
             Step::Smoke => vec!["<smoke>".into()],
+            Step::Python(release) => vec![format!("<python release={release}>")],
+            Step::Pytest => vec!["<pytest>".into()],
             Step::FetchAssets(_) => vec!["<assets>".into()],
             Step::MlxSetup => vec!["<mlx-setup>".into()],
             Step::ConvertModel => vec!["<convert-model>".into()],
@@ -432,7 +467,15 @@ mod tests {
     /// Every command that builds checks the system packages first, and only there.
     #[test]
     fn the_system_check_comes_first() {
-        let mut lists = vec![test(), lint(), ci(), demo(false), demo(true)];
+        let mut lists = vec![
+            test(),
+            lint(),
+            ci(),
+            demo(false),
+            demo(true),
+            python(false),
+            python(true),
+        ];
         lists.extend(BENCHES.iter().map(|b| bench(b.name, &[]).unwrap()));
         for steps in lists {
             assert!(matches!(steps[0], Step::Setup(_)));
@@ -569,6 +612,20 @@ mod tests {
                 "--"
             ]
         );
+    }
+
+    /// The Python tests run after the wheel is built, which comes after the workspace's tests
+    /// (whose build it reuses) and after the model the mlx-lm test runs is converted.
+    #[test]
+    fn the_python_tests_follow_the_wheel() {
+        let steps = test();
+        let at = |f: &dyn Fn(&Step) -> bool| steps.iter().position(f).unwrap();
+        let workspace = at(&|s| args(s).iter().any(|a| a == "--workspace"));
+        let convert = at(&|s| matches!(s, Step::ConvertModel));
+        let wheel = at(&|s| matches!(s, Step::Python(false)));
+        let pytest = at(&|s| matches!(s, Step::Pytest));
+        assert!(workspace < wheel && convert < wheel && wheel + 1 == pytest);
+        assert!(matches!(python(true)[1], Step::Python(true)));
     }
 
     #[test]

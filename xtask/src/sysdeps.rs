@@ -1,11 +1,11 @@
 //! The system packages the build needs, in one list ([`PACKAGES`], [`PYTHON_PACKAGES`]), and
 //! `cargo xtask setup`, which checks them and installs what is missing.
 //!
-//! `demo`, `test`, `ci`, `lint`, `bench` and `mlx-setup` run the same check first, before they
-//! build anything, so a fresh machine fails (or is set up) in a second instead of deep inside a
-//! build script. On Debian the packages are looked up with `dpkg-query`; when some are missing
-//! they are installed with `apt-get` if this process runs as root, and otherwise the error names
-//! the `sudo apt-get install` command to run. Without dpkg (another distribution, macOS) each
+//! `demo`, `test`, `ci`, `lint`, `bench`, `mlx-setup` and `python` run the same check first,
+//! before they build anything, so a fresh machine fails (or is set up) in a second instead of
+//! deep inside a build script. On Debian the packages are looked up with `dpkg-query`; when
+//! some are missing they are installed with `apt-get` if this process runs as root, and
+//! otherwise the error names the `sudo apt-get install` command to run. Without dpkg (another distribution, macOS) each
 //! package is looked for by the commands or files it provides, and what is missing is named.
 //!
 //! The Python packages are only needed by `test` (the OpenAI-client tests against
@@ -41,6 +41,9 @@ pub enum When {
     NoCommand(&'static str),
     /// Only when no pip works (`python3 -m pip`, `pip3` or `pip`; pyenv's counts).
     NoPip,
+    /// Only when `python3` cannot import this module (Debian ships `ensurepip`, which
+    /// `python3 -m venv` needs, apart).
+    NoPythonModule(&'static str),
 }
 
 /// How a package is recognised on a system without dpkg.
@@ -138,6 +141,13 @@ pub const PACKAGES: &[Package] = &[
         when: When::NoPip,
         probe: Probe::Commands(&["pip3"]),
     },
+    Package {
+        deb: "python3-venv",
+        why: "`cargo xtask python` makes a virtual environment",
+        when: When::NoPythonModule("ensurepip"),
+        // Elsewhere than Debian, a Python without ensurepip has no package to add it.
+        probe: Probe::AnyFile(&[]),
+    },
 ];
 
 /// Python packages of the OpenAI-client tests (`server/tests/run-client-tests.sh`): the
@@ -191,6 +201,7 @@ pub fn wanted(sys: &impl System) -> Vec<&'static Package> {
             When::Always => true,
             When::NoCommand(cmd) => !sys.has_command(cmd),
             When::NoPip => !sys.has_pip(),
+            When::NoPythonModule(m) => !sys.has_python_module(m),
         })
         .collect()
 }
@@ -286,6 +297,7 @@ pub fn report(sys: &impl System, missing: &Missing, scope: Scope) -> Vec<String>
         if !wanted(sys).iter().any(|w| w.deb == p.deb) {
             let have = match p.when {
                 When::NoCommand(cmd) => format!("`{cmd}` is on PATH"),
+                When::NoPythonModule(m) => format!("python3 has `{m}`"),
                 _ => "pip works".to_owned(),
             };
             lines.push(format!("{:>7}  {:<16} not needed: {have}", "ok", p.deb));
@@ -627,7 +639,7 @@ mod tests {
             ],
             commands: vec!["npm"],
             pip: true,
-            modules: vec!["openai"],
+            modules: vec!["openai", "ensurepip"],
             ..Fake::default()
         };
         let m = missing(&sys, Scope::Build).unwrap();
@@ -635,6 +647,28 @@ mod tests {
         assert!(m.python.is_empty(), "the build does not need them");
         let m = missing(&sys, Scope::Test).unwrap();
         assert_eq!(m.python, ["jsonschema"]);
+    }
+
+    /// Debian's Python makes virtual environments only with python3-venv (its ensurepip).
+    #[test]
+    fn venv_support_is_wanted_only_without_ensurepip() {
+        let mut sys = Fake {
+            dpkg: true,
+            debs: PACKAGES
+                .iter()
+                .map(|p| p.deb)
+                .filter(|d| *d != "python3-venv")
+                .collect(),
+            pip: true,
+            commands: vec!["npm"],
+            ..Fake::default()
+        };
+        assert_eq!(
+            names(&missing(&sys, Scope::Build).unwrap()),
+            ["python3-venv"]
+        );
+        sys.modules.push("ensurepip");
+        assert!(missing(&sys, Scope::Build).unwrap().is_empty());
     }
 
     #[test]
@@ -656,7 +690,8 @@ mod tests {
                 "curl",
                 "npm",
                 "python3",
-                "python3-pip"
+                "python3-pip",
+                "python3-venv"
             ]
         );
         let all: Vec<&str> = PACKAGES.iter().map(|p| p.deb).collect();
@@ -665,7 +700,7 @@ mod tests {
             debs: all.clone(),
             commands: vec!["npm"],
             pip: true,
-            modules: vec!["openai", "jsonschema"],
+            modules: vec!["openai", "jsonschema", "ensurepip"],
             ..Fake::default()
         };
         assert!(missing(&complete, Scope::Test).unwrap().is_empty());
@@ -681,6 +716,7 @@ mod tests {
             commands: vec!["cc", "c++", "make", "cmake", "clang", "npm", "curl"],
             files: vec!["/usr/include/fmt/format.h", "/etc/ssl/cert.pem"],
             pip: true,
+            modules: vec!["ensurepip"],
             ..Fake::default()
         };
         let m = missing(&sys, Scope::Build).unwrap();
@@ -701,6 +737,7 @@ mod tests {
             debs: vec!["build-essential", "cmake", "libfmt-dev", "ca-certificates"],
             commands: vec!["npm"],
             pip: true,
+            modules: vec!["ensurepip"],
             ..Fake::default()
         };
         let m = missing(&sys, Scope::Build).unwrap();

@@ -1,0 +1,221 @@
+"""The core API on a tiny vocabulary whose masks can be checked by eye, and on Llama 3's."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import stencil
+from stencil import EmptyMaskError, Grammar, Matcher, SchemaError, Vocab
+
+from conftest import COUNTRIES, tokenizer_path
+
+# The tiny vocabulary, by id (6 is end of sequence); its trie, children in byte order:
+#
+#   (root)
+#    ├─ "</s>" 6          ├─ "e" 9         ├─ "s" ─ "se" 5     ├─ "x" 7
+#    ├─ "a" ─ "al" 4      ├─ "f" 2 ─ "fa" ─ "fal" ─ "fals" ─ "false" 3
+#    ├─ "r" ─ "ru" 8      └─ "t" 0 ─ "tr" 10 ─ "tru" ─ "true" 1
+TINY = [b"t", b"true", b"f", b"false", b"al", b"se", b"</s>", b"x", b"ru", b"e", b"tr"]
+EOS = 6
+
+
+def tiny_vocab(**kw) -> Vocab:
+    return Vocab.from_token_bytes(TINY, eos_token_ids=[EOS], **kw)
+
+
+def allowed(bitmask, row=0, size=None) -> list:
+    """The token ids a bitmask row allows."""
+    bits = np.unpackbits(np.ascontiguousarray(bitmask[row]).view(np.uint8), bitorder="little")
+    ids = np.flatnonzero(bits).tolist()
+    return [i for i in ids if size is None or i < size]
+
+
+def mask_of(matcher: Matcher) -> list:
+    size = len(matcher.grammar.vocab)
+    bitmask = stencil.allocate_token_bitmask(1, size)
+    matcher.fill_next_token_bitmask(bitmask)
+    return allowed(bitmask)
+
+
+@pytest.fixture
+def boolean() -> Matcher:
+    return Matcher(Grammar.from_json_schema({"type": "boolean"}, tiny_vocab()))
+
+
+def test_masks_follow_the_grammar_token_by_token(boolean):
+    assert mask_of(boolean) == [0, 1, 2, 3, 10]  # t true f false tr
+    assert boolean.accept_token(0)  # "t"
+    assert mask_of(boolean) == [8]  # "ru"
+    assert boolean.accept_token(8)
+    assert mask_of(boolean) == [9]  # "e"
+    assert not boolean.is_accepting()
+    assert boolean.accept_token(9)
+    assert boolean.is_accepting()
+    assert mask_of(boolean) == [EOS]
+    assert boolean.accept_token(EOS)
+    assert boolean.is_terminated()
+    assert boolean.num_tokens() == 4
+
+
+def test_refused_tokens_change_nothing(boolean):
+    assert not boolean.accept_token(7)  # "x"
+    assert not boolean.accept_token(EOS)  # end of sequence before the document is complete
+    assert boolean.num_tokens() == 0
+    assert boolean.accept_tokens([2, 4, 7, 5]) == 2  # "f" "al", then "x" is refused
+    assert mask_of(boolean) == [5]  # "se"
+
+
+def test_validate_tokens_does_not_advance(boolean):
+    assert boolean.validate_tokens([2, 4, 5, EOS]) == 4
+    assert boolean.validate_tokens([2, 5]) == 1
+    assert boolean.num_tokens() == 0
+    assert mask_of(boolean) == [0, 1, 2, 3, 10]
+
+
+def test_rollback_and_reset_restore_earlier_masks(boolean):
+    assert boolean.accept_tokens([1, EOS]) == 2
+    boolean.rollback(1)
+    assert not boolean.is_terminated()
+    assert mask_of(boolean) == [EOS]
+    boolean.rollback(1)
+    assert mask_of(boolean) == [0, 1, 2, 3, 10]
+    boolean.accept_token(2)
+    boolean.reset()
+    assert boolean.num_tokens() == 0
+    assert mask_of(boolean) == [0, 1, 2, 3, 10]
+
+
+def test_forced_tokens_spell_the_only_continuation(boolean):
+    assert boolean.forced_tokens() == []  # t or f: a choice
+    boolean.accept_token(0)
+    assert boolean.forced_tokens() == [8, 9]  # "rue" as "ru" "e"
+    boolean.accept_tokens([8, 9])
+    assert boolean.forced_tokens() == []  # complete: the document may end
+
+
+def test_padding_ids_are_never_allowed():
+    vocab = tiny_vocab(vocab_size=70)
+    assert len(vocab) == 70
+    assert set(range(11, 70)) <= set(vocab.special_token_ids)
+    m = Matcher(Grammar.from_json_schema({"type": "boolean"}, vocab))
+    bitmask = stencil.allocate_token_bitmask(1, 70)
+    assert bitmask.shape == (1, 3)
+    m.fill_next_token_bitmask(bitmask)
+    assert allowed(bitmask) == [0, 1, 2, 3, 10]
+    assert not m.accept_token(69)
+
+
+def test_a_dead_end_raises_empty_mask_error():
+    # No quote and no "}": after "{" nothing can follow.
+    vocab = Vocab.from_token_bytes([b"{", b"</s>"], eos_token_ids=[1])
+    m = Matcher(Grammar.from_json_schema({"type": "object"}, vocab))
+    assert mask_of(m) == [0]
+    assert m.accept_token(0)
+    bitmask = stencil.allocate_token_bitmask(1, 2)
+    bitmask[:] = 12345
+    with pytest.raises(EmptyMaskError, match="empty mask"):
+        m.fill_next_token_bitmask(bitmask)
+
+
+def test_memoryview_bitmasks_need_no_numpy(boolean):
+    words = stencil.bitmask_words(len(TINY))
+    view = memoryview(bytearray(8 * words)).cast("i", (2, words))
+    boolean.fill_next_token_bitmask(view, 1)
+    assert view.tolist()[1] == [0b10000001111]
+    assert view.tolist()[0] == [0]
+
+
+def test_one_dimensional_bitmasks_are_one_row(boolean):
+    bitmask = np.zeros(1, dtype=np.int32)
+    boolean.fill_next_token_bitmask(bitmask)
+    assert bitmask[0] == 0b10000001111
+
+
+def test_the_seed_schema_on_llama3(llama3_vocab):
+    grammar = Grammar.from_json_schema(COUNTRIES, llama3_vocab)
+    assert grammar.is_exact and grammar.relaxations == []
+    m = Matcher(grammar)
+    size = len(llama3_vocab)
+    assert size == 128256
+    bitmask = stencil.allocate_token_bitmask(1, size)
+    assert bitmask.shape == (1, 4008)
+    m.fill_next_token_bitmask(bitmask)
+    first = [llama3_vocab.token_bytes(i) for i in allowed(bitmask)]
+    assert b"[" in first and all(t.startswith(b"[") for t in first), first
+    text = b'[{"name":"Nigeria","continent":"Africa"}]'
+    # Accept the text byte by byte where the vocabulary has single-byte tokens.
+    single = {}
+    special = set(llama3_vocab.special_token_ids)
+    for i in range(size):
+        if i not in special and len(llama3_vocab.token_bytes(i)) == 1:
+            single.setdefault(llama3_vocab.token_bytes(i), i)
+    for byte in text:
+        assert m.accept_token(single[bytes([byte])]), chr(byte)
+    assert m.is_accepting()
+    m.fill_next_token_bitmask(bitmask)
+    assert allowed(bitmask) == llama3_vocab.eos_token_ids
+
+
+def test_grammars_are_shared_between_threads(llama3_vocab):
+    grammar = Grammar.from_json_schema(COUNTRIES, llama3_vocab)
+    size = len(llama3_vocab)
+    results = []
+
+    def walk():
+        m = Matcher(grammar)
+        masks = []
+        bitmask = stencil.allocate_token_bitmask(1, size)
+        for _ in range(20):
+            if m.is_terminated():
+                break
+            m.fill_next_token_bitmask(bitmask)
+            ids = allowed(bitmask)
+            masks.append(ids)
+            # The longest token: a deep, deterministic walk.
+            m.accept_token(max(ids, key=lambda t: (len(llama3_vocab.token_bytes(t)), t)))
+        results.append(masks)
+
+    threads = [threading.Thread(target=walk) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(r == results[0] for r in results)
+    assert len(results[0]) >= 3
+
+
+def test_batch_fill_equals_one_by_one(llama3_vocab):
+    grammar = Grammar.from_json_schema(COUNTRIES, llama3_vocab)
+    size = len(llama3_vocab)
+    matchers = []
+    for steps in range(5):
+        m = Matcher(grammar)
+        for _ in range(steps):
+            bitmask = stencil.allocate_token_bitmask(1, size)
+            m.fill_next_token_bitmask(bitmask)
+            m.accept_token(allowed(bitmask)[-1])
+        matchers.append(m)
+    batch = stencil.allocate_token_bitmask(7, size)
+    batch[:] = 0
+    pairs = [(m, row) for m, row in zip(matchers, [6, 0, 3, 1, 5])]
+    stencil.fill_next_token_bitmasks(pairs, batch)
+    for m, row in pairs:
+        one = stencil.allocate_token_bitmask(1, size)
+        m.fill_next_token_bitmask(one)
+        assert np.array_equal(batch[row], one[0])
+    assert not batch[2].any() and not batch[4].any()
+    stencil.fill_next_token_bitmasks([], batch)
+
+
+def test_from_tokenizer_json_reads_a_path_or_the_text(llama3_vocab):
+    path = tokenizer_path("llama3")
+    from_text = Vocab.from_tokenizer_json(path.read_text())
+    from_str_path = Vocab.from_tokenizer_json(str(path))
+    for v in (from_text, from_str_path):
+        assert len(v) == len(llama3_vocab)
+        assert all(v.token_bytes(i) == llama3_vocab.token_bytes(i) for i in range(0, len(v), 997))
+    # The config beside the file names the end of sequence; the text alone finds it by name.
+    assert llama3_vocab.eos_token_ids
+    padded = Vocab.from_tokenizer_json(path, vocab_size=128320)
+    assert len(padded) == 128320 and padded.eos_token_ids == llama3_vocab.eos_token_ids
