@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mask_kernel::Kernel;
-use pyo3::exceptions::{PyFileNotFoundError, PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use vocab_index::tokenizers::Tokenizer;
@@ -193,18 +193,23 @@ impl Vocab {
         py.detach(|| Vocab::build(vocab, vocab_size))
     }
 
-    /// Reading a GGUF file's vocabulary is not part of this package yet: raises
-    /// NotImplementedError saying what to use instead.
+    /// The vocabulary a GGUF model file carries in its metadata (`tokenizer.ggml.*`; byte-level
+    /// `gpt2` and SentencePiece-style `llama` families), each token's bytes as llama.cpp writes
+    /// them, with its special and end-of-generation ids. Only the header is read, never the
+    /// weights. `vocab_size` pads the vocabulary to the model's logits width.
     #[staticmethod]
     #[pyo3(signature = (path, *, vocab_size=None))]
-    fn from_gguf(path: PathBuf, vocab_size: Option<usize>) -> PyResult<Vocab> {
-        let _ = vocab_size;
-        Err(PyNotImplementedError::new_err(format!(
-            "Vocab.from_gguf({}): reading a GGUF file's vocabulary is not available in the \
-             Python package yet; load the model's tokenizer.json with Vocab.from_tokenizer_json, \
-             or its Hugging Face tokenizer with Vocab.from_transformers",
-            path.display()
-        )))
+    fn from_gguf(py: Python<'_>, path: PathBuf, vocab_size: Option<usize>) -> PyResult<Vocab> {
+        if !path.is_file() {
+            return Err(PyFileNotFoundError::new_err(format!(
+                "no GGUF file at {}",
+                path.display()
+            )));
+        }
+        py.detach(|| {
+            let vocab = Vocabulary::from_gguf(&path).map_err(vocab_error)?;
+            Vocab::build(vocab, vocab_size)
+        })
     }
 
     /// The vocabulary of a Hugging Face tokenizer object (`PreTrainedTokenizerFast`, a slow

@@ -40,7 +40,7 @@ class Vocab:
         """Each id's exact bytes (``tokens[i]`` is id ``i``)."""
     @staticmethod
     def from_gguf(path: Union[str, "os.PathLike[str]"], *, vocab_size: Optional[int] = None) -> "Vocab":
-        """Not available yet: raises NotImplementedError."""
+        """The vocabulary in a GGUF file's metadata (``gpt2`` and ``llama`` families)."""
     @staticmethod
     def from_transformers(tokenizer: Any, *, vocab_size: Optional[int] = None) -> "Vocab":
         """A Hugging Face tokenizer object (or mlx-lm's wrapper); cached per object and size."""

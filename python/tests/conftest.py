@@ -28,6 +28,13 @@ def tokenizer_path(name: str) -> Path:
     return path
 
 
+def model_path(name: str) -> Path:
+    path = assets_dir() / "models" / name
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: run `cargo xtask fetch-assets` (or set STENCIL_ASSETS)")
+    return path
+
+
 @pytest.fixture(scope="session")
 def llama3_vocab() -> stencil.Vocab:
     return stencil.Vocab.from_tokenizer_json(tokenizer_path("llama3"))

@@ -8,7 +8,7 @@ import pytest
 import stencil
 from stencil import EmptyMaskError, Grammar, Matcher, SchemaError, Vocab
 
-from conftest import COUNTRIES, tokenizer_path
+from conftest import COUNTRIES, model_path, tokenizer_path
 
 # The tiny vocabulary, by id (6 is end of sequence); its trie, children in byte order:
 #
@@ -219,3 +219,27 @@ def test_from_tokenizer_json_reads_a_path_or_the_text(llama3_vocab):
     assert llama3_vocab.eos_token_ids
     padded = Vocab.from_tokenizer_json(path, vocab_size=128320)
     assert len(padded) == 128320 and padded.eos_token_ids == llama3_vocab.eos_token_ids
+
+
+def test_from_gguf_reads_the_files_own_vocabulary():
+    # Gemma 3's GGUF against its tokenizer.json: the same bytes for every id the model has
+    # (tokenizer.json has one more, the multimodal models' image token).
+    gguf = Vocab.from_gguf(model_path("gemma-3-270m-q4_k_m.gguf"))
+    json_vocab = Vocab.from_tokenizer_json(tokenizer_path("gemma3"))
+    assert (gguf.size, json_vocab.size) == (262_144, 262_145)
+    differ = [i for i in range(gguf.size) if gguf.token_bytes(i) != json_vocab.token_bytes(i)]
+    assert differ == []
+    assert set(json_vocab.eos_token_ids) <= set(gguf.eos_token_ids)
+    # A byte-level BPE file: constrained masks work on it directly.
+    smol = Vocab.from_gguf(model_path("smollm2-135m-instruct-q4_1.gguf"), vocab_size=49_216)
+    assert smol.size == 49_216  # 49,152 tokens, padded to a model's logits width
+    by_bytes = {}
+    for t in range(smol.size):
+        by_bytes.setdefault(smol.token_bytes(t), t)
+    assert by_bytes[b" the"] != by_bytes[b"the"]  # the byte-level map is undone
+    matcher = Matcher(Grammar.from_json_schema(COUNTRIES, smol))
+    text = b'[{"name":"Nigeria","continent":"Africa"}]'
+    # One single-byte token per byte: each is allowed, and the document completes.
+    for i in range(len(text)):
+        assert matcher.accept_token(by_bytes[text[i : i + 1]])
+    assert matcher.is_accepting()

@@ -167,7 +167,10 @@ def test_vocabulary_sources_that_do_not_work(tmp_path):
         Vocab.from_tokenizer_json('{"model": 1}')
     with pytest.raises(TypeError, match="expected a path"):
         Vocab.from_tokenizer_json(3)
-    with pytest.raises(NotImplementedError, match="GGUF"):
+    with pytest.raises(FileNotFoundError, match="no GGUF file"):
+        Vocab.from_gguf(tmp_path / "model.gguf")
+    (tmp_path / "model.gguf").write_bytes(b"PK\x03\x04 a zip file")
+    with pytest.raises(ValueError, match="not a GGUF file"):
         Vocab.from_gguf(tmp_path / "model.gguf")
     with pytest.raises(ValueError, match="out of range"):
         Vocab.from_token_bytes([b"a"], eos_token_ids=[1])

@@ -153,3 +153,66 @@ fn a_missing_or_bad_file_is_a_clear_error() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(err.contains("cannot read its vocabulary"), "{err}");
 }
+
+/// The vocabulary read from the GGUF metadata alone (`Vocabulary::from_gguf`, no llama.cpp)
+/// equals llama.cpp's, on a SentencePiece-style (Gemma 3) and a byte-level BPE (SmolLM2) file:
+/// every id's bytes, the special ids, the ends of generation, the end of turn and the BOS.
+#[test]
+fn the_metadata_reader_agrees_with_llama_cpp_on_both_default_models() -> Result<()> {
+    for path in [gemma(), smollm2()] {
+        let ours = vocab_index::Vocabulary::from_gguf(&path)?;
+        let tokenizer = load_tokenizer(&path)?;
+        let theirs = tokenizer.vocab();
+        let name = path.display();
+        assert_eq!(ours.len(), theirs.len(), "{name}: sizes");
+        let differ: Vec<_> = ours
+            .iter()
+            .zip(theirs.iter())
+            .filter(|((_, a), (_, b))| a != b)
+            .take(8)
+            .map(|((id, a), (_, b))| {
+                (
+                    id,
+                    String::from_utf8_lossy(a).into_owned(),
+                    String::from_utf8_lossy(b).into_owned(),
+                )
+            })
+            .collect();
+        assert!(differ.is_empty(), "{name}: bytes differ: {differ:?}");
+        let only = |a: &vocab_index::Vocabulary, b: &vocab_index::Vocabulary| {
+            a.special()
+                .difference(b.special())
+                .take(8)
+                .map(|i| {
+                    (
+                        i,
+                        String::from_utf8_lossy(a.iter().nth(i).map_or(&[][..], |t| t.1))
+                            .into_owned(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let (extra, missing) = (only(&ours, theirs), only(theirs, &ours));
+        assert!(
+            extra.is_empty() && missing.is_empty(),
+            "{name}: special ids only ours {extra:?}, only llama.cpp's {missing:?}"
+        );
+        assert_eq!(
+            ours.eos_ids(),
+            theirs.eos_ids(),
+            "{name}: ends of generation"
+        );
+        // When the file names no end-of-turn token, llama.cpp takes the first known text in
+        // its hash map's order (SmolLM2: `<|endoftext|>`); the reader takes the first in its
+        // list's order (`<|im_end|>`, ChatML's end of turn). Both end generation.
+        assert_eq!(ours.end_of_turn_ids().len(), 1, "{name}: end of turn");
+        for id in ours.end_of_turn_ids() {
+            assert!(
+                theirs.is_eos(*id),
+                "{name}: end of turn {id} does not end generation"
+            );
+        }
+        assert_eq!(ours.bos_id(), theirs.bos_id(), "{name}: BOS");
+    }
+    Ok(())
+}

@@ -33,6 +33,14 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// A GGUF file's metadata cannot be read as a vocabulary.
+    #[error("cannot read the vocabulary of GGUF file {path}: {reason}")]
+    Gguf {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the key and byte offset where it was found.
+        reason: String,
+    },
     /// The tokenizer uses a decoder whose per-token bytes this crate cannot recover.
     #[error("unsupported tokenizer decoder `{kind}`: token bytes cannot be recovered")]
     UnsupportedDecoder {

@@ -331,7 +331,7 @@ fn collect_normalizer_steps(value: &Value, steps: &mut Vec<Step>) {
 }
 
 /// `<0xNN>` (two hex digits, either case) → `NN`, as the ByteFallback decoder reads it.
-fn parse_byte_fallback(token: &str) -> Option<u8> {
+pub(crate) fn parse_byte_fallback(token: &str) -> Option<u8> {
     let b = token.as_bytes();
     if b.len() == 6 && b.starts_with(b"<0x") && b[5] == b'>' {
         let hex = std::str::from_utf8(&b[3..5]).ok()?;
@@ -363,7 +363,7 @@ const BYTE_LEVEL_SHIFTED: [u8; 68] = {
 };
 
 /// The GPT-2 byte-to-unicode map, inverted: the byte a character stands for.
-fn byte_level_byte(c: char) -> Option<u8> {
+pub(crate) fn byte_level_byte(c: char) -> Option<u8> {
     let c = c as u32;
     if c < 0x100 {
         byte_level_printable(c).then_some(c as u8)

@@ -71,7 +71,10 @@
 //! ```
 //!
 //! Loading a real tokenizer (`Vocabulary::from_file("tokenizer.json")`) reads the
-//! `tokenizer_config.json` next to it for the EOS and BOS tokens.
+//! `tokenizer_config.json` next to it for the EOS and BOS tokens. A GGUF model file carries
+//! its own vocabulary: [`Vocabulary::from_gguf`] reads it from the file's metadata
+//! (`tokenizer.ggml.*`, byte-level `gpt2` and SentencePiece-style `llama` families), the way
+//! llama.cpp writes each token, without reading the tensors or linking a model runtime.
 //!
 //! # Token bytes
 //!
@@ -136,6 +139,7 @@ mod cell;
 mod double_array;
 mod error;
 mod flat;
+mod gguf;
 mod hf;
 mod index;
 mod token;
