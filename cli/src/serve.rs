@@ -39,6 +39,38 @@ pub struct Args {
     /// cancelled.
     #[arg(long, default_value_t = 10.0)]
     shutdown_grace: f64,
+    /// Require `Authorization: Bearer KEY` on every /v1/* route (default: the
+    /// STENCIL_API_KEY environment variable, if set).
+    #[arg(long, value_name = "KEY")]
+    api_key: Option<String>,
+    /// A host name to serve besides localhost and IP addresses (repeatable; `*` for any):
+    /// requests with another `Host` are refused, against DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
+    /// Seconds a client may take to send a request's headers (also the most idle time of a
+    /// kept-alive connection).
+    #[arg(long, default_value_t = 10.0)]
+    header_timeout: f64,
+    /// Seconds a client may take to send a request's body; then a 408.
+    #[arg(long, default_value_t = 30.0)]
+    body_timeout: f64,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = 512)]
+    max_connections: usize,
+    /// Seconds one chat completion may take, queue included; then a 504.
+    #[arg(long, default_value_t = 600.0)]
+    request_timeout: f64,
+    /// Seconds one schema may take to compile; then a 400 (`schema_compile_timeout`).
+    #[arg(long, default_value_t = 10.0)]
+    compile_timeout: f64,
+    /// Schemas compiled at once, off the model thread.
+    #[arg(long, default_value_t = 2)]
+    compile_threads: usize,
+}
+
+/// Seconds as a duration (negative or not a number: zero; too large: a year).
+fn seconds(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::from_secs(365 * 24 * 3600))
 }
 
 pub fn run(args: Args) -> Result<()> {
@@ -63,7 +95,18 @@ pub fn run(args: Args) -> Result<()> {
         max_body: args.max_body,
         max_tokens: args.max_tokens_limit,
         model_id,
-        shutdown_grace: Duration::from_secs_f64(args.shutdown_grace.max(0.0)),
+        shutdown_grace: seconds(args.shutdown_grace),
+        api_key: args
+            .api_key
+            .or_else(|| std::env::var("STENCIL_API_KEY").ok())
+            .filter(|k| !k.is_empty()),
+        allowed_hosts: args.allowed_hosts,
+        header_timeout: seconds(args.header_timeout),
+        body_timeout: seconds(args.body_timeout),
+        max_connections: args.max_connections,
+        request_timeout: seconds(args.request_timeout),
+        compile_timeout: seconds(args.compile_timeout),
+        compile_threads: args.compile_threads,
     };
     tracing::info!(model = %model_path.display(), "loading the model");
     let (model, json_args) = (args.model, args.json_args);

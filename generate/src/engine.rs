@@ -347,9 +347,25 @@ impl<M: Model> Generator<M> {
         self.grammars.put(key, Compiled { grammar, cache });
     }
 
-    /// The compile options of schemas.
-    pub(crate) fn compile_options(&self) -> &Options {
+    /// The options schemas are compiled with (see [`Generator::set_compile_options`]).
+    pub fn compile_options(&self) -> &Options {
         &self.options
+    }
+
+    /// Keeps `grammar`, compiled elsewhere from `schema`, for the requests that use `schema`
+    /// (so [`Generator::compile`] and [`Generator::generate`] find it without compiling).
+    /// Returns `false`, and keeps nothing, when the grammar was compiled with other options
+    /// than [`Generator::compile_options`]; a grammar already kept for `schema` stays, with its
+    /// mask cache.
+    pub fn add_compiled(&mut self, schema: &Value, grammar: Arc<Grammar>) -> bool {
+        if grammar.options() != &self.options {
+            return false;
+        }
+        let key = schema.to_string();
+        if self.grammars.get(&key).is_none() {
+            self.put_compiled(key, grammar, None);
+        }
+        true
     }
 
     /// Renders and tokenizes a prompt.

@@ -6,7 +6,7 @@
 //! (`BadRequestError` for 400, `NotFoundError` for 404, `InternalServerError` for 5xx, …).
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use generate::{GenerateError, ModelError};
 use serde_json::{Value, json};
@@ -58,6 +58,14 @@ impl ApiError {
             param: None,
             code: Some(code),
         }
+    }
+
+    /// A 401 `invalid_request_error` (`code: "invalid_api_key"`), as OpenAI answers a missing
+    /// or wrong API key.
+    pub fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::invalid(message)
+            .status(StatusCode::UNAUTHORIZED)
+            .code("invalid_api_key")
     }
 
     /// A 404 `invalid_request_error`.
@@ -168,9 +176,21 @@ impl std::fmt::Display for ApiError {
     }
 }
 
+/// Seconds a client is told to wait before retrying a 503 (`Retry-After`).
+pub const RETRY_AFTER_SECS: u32 = 1;
+
 impl IntoResponse for ApiError {
+    /// The body with the status; a 503 says `Retry-After`, a 401 `WWW-Authenticate: Bearer`.
     fn into_response(self) -> Response {
-        (self.status, Json(self.body())).into_response()
+        let mut response = (self.status, Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
     }
 }
 

@@ -1,24 +1,30 @@
 //! The routes: `POST /v1/chat/completions`, `GET /v1/models`, `GET /v1/models/{id}`,
-//! `GET /health`, and OpenAI-shaped 404 and 405 answers for everything else.
+//! `GET /health`, `GET /metrics`, OpenAI-shaped 404 and 405 answers for everything else, and
+//! the checks every request passes first ([`guard`]).
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use axum::Json;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
-use axum::http::{Method, StatusCode, Uri};
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
+use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
+use generate::{GenerateError, SCHEMA_PLACEHOLDER, SchemaInPrompt};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
 use crate::AppState;
+use crate::compile::Failure;
 use crate::error::ApiError;
-use crate::openai::{Answer, ChatRequest, Envelope};
+use crate::metrics::Outcome;
+use crate::openai::{Answer, ChatRequest, Envelope, Plan};
 use crate::worker::{Event, Finished, Job, Work, shutting_down};
 
 /// Unix seconds.
@@ -74,6 +80,8 @@ impl RequestLog {
                 Some(false) => "miss",
                 None => "none",
             },
+            schema_in_prompt = f.schema_in_prompt,
+            cancelled = f.cancelled,
             "chat completion"
         );
     }
@@ -103,6 +111,24 @@ impl Drop for RequestLog {
     }
 }
 
+/// The wall-clock limit of one chat completion.
+#[derive(Clone, Copy)]
+struct Timeout {
+    deadline: tokio::time::Instant,
+    limit: Duration,
+}
+
+impl Timeout {
+    fn expired(&self) -> ApiError {
+        ApiError::internal(format!(
+            "the request took longer than this server's limit of {:.1} s",
+            self.limit.as_secs_f64()
+        ))
+        .status(StatusCode::GATEWAY_TIMEOUT)
+        .code("request_timeout")
+    }
+}
+
 /// `POST /v1/chat/completions`.
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
@@ -115,7 +141,25 @@ pub(crate) async fn chat_completions(
         start: Instant::now(),
         done: false,
     };
-    match start(&state, body, &mut log).await {
+    let limit = state.inner.limits.request_timeout;
+    let timeout = Timeout {
+        deadline: tokio::time::Instant::now() + limit,
+        limit,
+    };
+    let mut queued = false;
+    let started = tokio::time::timeout_at(
+        timeout.deadline,
+        start(&state, body, &mut log, timeout, &mut queued),
+    )
+    .await
+    .unwrap_or_else(|_| {
+        // A queued job is counted by the model thread, which cancels or skips it.
+        if !queued {
+            state.inner.shared.metrics.outcome(Outcome::TimedOut);
+        }
+        Err(timeout.expired())
+    });
+    match started {
         Ok(Started::Whole(finished)) => {
             log.ok(&finished);
             let env = state.envelope(id);
@@ -127,7 +171,7 @@ pub(crate) async fn chat_completions(
             include_usage,
         }) => {
             let env = state.envelope(id);
-            stream_response(env, events, include_usage, log)
+            stream_response(env, events, include_usage, log, timeout)
         }
         Err(e) => {
             log.err(&e);
@@ -146,12 +190,83 @@ enum Started {
     },
 }
 
-/// Parses, queues and waits: for a whole answer, or for the start of a stream (so errors
-/// found before generation, like a bad schema, are plain HTTP errors).
+/// Refuses, before anything is expanded, messages that cannot fit the context once the
+/// schema is put into their `#!JSON_SCHEMA!#` placeholders: a few placeholders and a large
+/// schema would otherwise make a prompt many times the body's size.
+fn check_prompt_size(state: &AppState, plan: &Plan) -> Result<(), ApiError> {
+    let limit = state.inner.limits.max_prompt_bytes;
+    let text: usize = plan.messages.iter().map(|m| m.content.len()).sum();
+    let (places, schema_len) = match &plan.schema {
+        Some(s) if plan.schema_in_prompt != SchemaInPrompt::Off => (
+            plan.messages
+                .iter()
+                .map(|m| m.content.matches(SCHEMA_PLACEHOLDER).count())
+                .sum::<usize>(),
+            s.to_string().len(),
+        ),
+        _ => (0, 0),
+    };
+    let expanded = (text - places * SCHEMA_PLACEHOLDER.len())
+        .saturating_add(places.saturating_mul(schema_len));
+    if expanded <= limit {
+        return Ok(());
+    }
+    let how = if places > 0 {
+        format!(
+            " once the schema ({schema_len} bytes) is put into their {places} \
+             {SCHEMA_PLACEHOLDER} placeholders"
+        )
+    } else {
+        String::new()
+    };
+    Err(ApiError::invalid(format!(
+        "the messages would take {expanded} bytes{how}, more than this model's context of {} \
+         tokens can hold",
+        state.inner.context_size
+    ))
+    .param("messages")
+    .code("context_length_exceeded"))
+}
+
+/// The answer to a schema without a grammar; `tool` names the tool whose parameters it is.
+fn compile_error(f: Failure, tool: Option<&str>) -> ApiError {
+    let param = if tool.is_some() {
+        "tools"
+    } else {
+        "response_format"
+    };
+    match f {
+        Failure::Invalid(e) => ApiError::from_generate(&match tool {
+            Some(t) => GenerateError::tool_schema(t, e),
+            None => GenerateError::Schema(e),
+        }),
+        Failure::TimedOut { limit } => ApiError::invalid(format!(
+            "the {} did not compile within this server's limit of {:.1} s: simplify it",
+            tool.map_or("schema".to_string(), |t| format!(
+                "parameters schema of tool `{t}`"
+            )),
+            limit.as_secs_f64()
+        ))
+        .param(param)
+        .code("schema_compile_timeout"),
+        Failure::Busy { threads } => ApiError::unavailable(
+            format!(
+                "the server is busy compiling other schemas ({threads} at a time); retry later"
+            ),
+            "compile_busy",
+        ),
+        Failure::Crashed(m) => ApiError::internal(format!("the schema compiler failed: {m}")),
+    }
+}
+
+/// Parses, compiles, queues and waits: for a whole answer, or for the start of a stream (so
+/// errors found before generation, like a bad schema, are plain HTTP errors).
 async fn start(
     state: &AppState,
     body: Result<Bytes, BytesRejection>,
     log: &mut RequestLog,
+    timeout: Timeout,
+    queued: &mut bool,
 ) -> Result<Started, ApiError> {
     let body = body.map_err(|rej| {
         if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
@@ -172,18 +287,43 @@ async fn start(
     if shared.draining.load(Ordering::Relaxed) {
         return Err(shutting_down());
     }
+    check_prompt_size(state, &plan)?;
+
+    // Compiled here, off the model thread, within the compile timeout.
+    let compiler = &state.inner.compiler;
+    let mut grammars = Vec::new();
+    let mut schema_cache_hit = None;
+    if let Some(schema) = &plan.schema {
+        let c = compiler
+            .grammar(schema)
+            .await
+            .map_err(|f| compile_error(f, None))?;
+        schema_cache_hit = Some(c.hit);
+        grammars.push((schema.clone(), c.grammar));
+    }
+    for tool in &plan.tools {
+        let c = compiler
+            .grammar(&tool.parameters)
+            .await
+            .map_err(|f| compile_error(f, Some(&tool.name)))?;
+        grammars.push((tool.parameters.clone(), c.grammar));
+    }
+
     let stream = plan.stream;
     let include_usage = plan.include_usage;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let job = Job::Generate(Box::new(Work {
         plan,
+        grammars,
+        schema_cache_hit,
         events: tx,
         enqueued: Instant::now(),
+        deadline: timeout.deadline.into_std(),
     }));
     match state.inner.jobs.try_send(job) {
-        Ok(()) => {}
+        Ok(()) => *queued = true,
         Err(TrySendError::Full(_)) => {
-            shared.rejected.fetch_add(1, Ordering::Relaxed);
+            shared.metrics.outcome(Outcome::RejectedQueueFull);
             return Err(ApiError::unavailable(
                 format!(
                     "the server is busy: {} requests are already waiting for the model; retry \
@@ -227,6 +367,7 @@ fn stream_response(
     mut events: mpsc::UnboundedReceiver<Event>,
     include_usage: bool,
     mut log: RequestLog,
+    timeout: Timeout,
 ) -> Response {
     let stream = async_stream::stream! {
         yield data(&env.chunk(
@@ -235,7 +376,16 @@ fn stream_response(
             include_usage,
         ));
         loop {
-            match events.recv().await {
+            let event = match tokio::time::timeout_at(timeout.deadline, events.recv()).await {
+                Ok(event) => event,
+                Err(_) => {
+                    let e = timeout.expired();
+                    log.err(&e);
+                    yield data(&e.body());
+                    break;
+                }
+            };
+            match event {
                 Some(Event::Started) => {}
                 Some(Event::Delta(text)) => {
                     yield data(&env.chunk(json!({"content": text}), None, include_usage));
@@ -316,18 +466,24 @@ pub(crate) async fn health(State(state): State<AppState>) -> Response {
         (_, true) => "shutting_down",
         (false, false) => "model_stopped",
     };
-    let queue = &state.inner.jobs;
+    let limits = &state.inner.limits;
     let body = json!({
         "status": status,
         "model": state.inner.model_id,
         "context_size": state.inner.context_size,
+        "slots": {
+            "total": shared.metrics.slots_total.get(),
+            "active": shared.metrics.slots_active.get(),
+        },
         "queue": {
-            "capacity": state.inner.limits.queue,
-            "waiting": state.inner.limits.queue.saturating_sub(queue.capacity()),
+            "capacity": limits.queue,
+            "waiting": queue_waiting(&state),
         },
         "limits": {
-            "max_body_bytes": state.inner.limits.max_body,
-            "max_tokens": state.inner.limits.max_tokens,
+            "max_body_bytes": limits.max_body,
+            "max_tokens": limits.max_tokens,
+            "request_timeout_s": limits.request_timeout.as_secs_f64(),
+            "compile_timeout_s": state.inner.compiler.timeout().as_secs_f64(),
         },
         "requests": shared.stats(),
     });
@@ -348,4 +504,268 @@ pub(crate) async fn not_found(method: Method, uri: Uri) -> ApiError {
 pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::invalid(format!("method {method} is not allowed on {}", uri.path()))
         .status(StatusCode::METHOD_NOT_ALLOWED)
+}
+
+/// The route label of a path, for the metrics.
+fn route_label(path: &str) -> &'static str {
+    match path {
+        "/v1/chat/completions" => "chat_completions",
+        "/v1/models" => "models",
+        p if p.starts_with("/v1/models/") => "models",
+        "/health" => "health",
+        "/metrics" => "metrics",
+        _ => "other",
+    }
+}
+
+/// Whether `host` (a `Host` header: a name or address, maybe with a port) may be served.
+///
+/// IP addresses and `localhost` (with its subdomains, which resolve to loopback) always may: a
+/// DNS rebinding attack needs a name of its own that resolves to this machine. Other names
+/// only when `allowed` lists them (or `*`).
+pub(crate) fn host_allowed(host: &str, allowed: &[String]) -> bool {
+    let host = host.trim();
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        // [v6] or [v6]:port
+        match rest.split_once(']') {
+            Some((addr, port))
+                if port.is_empty() || port.strip_prefix(':').is_some_and(is_port) =>
+            {
+                return addr.parse::<std::net::Ipv6Addr>().is_ok();
+            }
+            _ => return false,
+        }
+    } else {
+        match host.rsplit_once(':') {
+            Some((name, port)) if is_port(port) => name,
+            _ => host,
+        }
+    };
+    let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
+    if name.is_empty() {
+        return false;
+    }
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name.parse::<std::net::Ipv4Addr>().is_ok()
+        || allowed
+            .iter()
+            .any(|a| a == "*" || a.trim_end_matches('.').eq_ignore_ascii_case(&name))
+}
+
+fn is_port(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 5 && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether a `Content-Type` is JSON (`application/json`, with any parameters).
+fn is_json(content_type: &str) -> bool {
+    content_type
+        .split(';')
+        .next()
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Compares two keys in time that depends on their lengths only.
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Checks every request before its route sees it, in this order: the `Host` header (403
+/// `host_not_allowed`), the API key on `/v1/*` (401 `invalid_api_key`), `Content-Type:
+/// application/json` on a POST (415 `unsupported_media_type`; a browser sends a cross-site
+/// POST without a preflight only as `text/plain`, a form or multipart), then reads the body
+/// within the body timeout (408 `request_timeout`) and the size limit (413
+/// `request_too_large`). Counts every response for `/metrics`.
+pub(crate) async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let route = route_label(req.uri().path());
+    let response = match check(&state, req).await {
+        Ok(req) => next.run(req).await,
+        Err(e) => {
+            tracing::info!(status = e.status.as_u16(), route, error = %e.message, "refused");
+            let mut r = e.into_response();
+            if r.status() == StatusCode::REQUEST_TIMEOUT {
+                // The body was not read to its end: the connection cannot carry another request.
+                r.headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            }
+            r
+        }
+    };
+    state
+        .inner
+        .shared
+        .metrics
+        .http(route, response.status().as_u16());
+    response
+}
+
+async fn check(state: &AppState, req: Request) -> Result<Request, ApiError> {
+    let inner = &state.inner;
+    if let Some(host) = req.headers().get(header::HOST) {
+        let ok = host
+            .to_str()
+            .is_ok_and(|h| host_allowed(h, &inner.allowed_hosts));
+        if !ok {
+            return Err(ApiError::invalid(format!(
+                "the host {:?} is not allowed: start the server with --allowed-host to serve it",
+                String::from_utf8_lossy(host.as_bytes())
+            ))
+            .status(StatusCode::FORBIDDEN)
+            .code("host_not_allowed"));
+        }
+    }
+    let path = req.uri().path();
+    if let Some(key) = &inner.api_key
+        && (path == "/v1" || path.starts_with("/v1/"))
+    {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| {
+                v.strip_prefix("Bearer ")
+                    .or_else(|| v.strip_prefix("bearer "))
+            })
+            .map(str::trim);
+        match given {
+            None => {
+                return Err(ApiError::unauthorized(
+                    "you didn't provide an API key: send it as `Authorization: Bearer KEY`",
+                ));
+            }
+            Some(k) if !same_key(k.as_bytes(), key.as_bytes()) => {
+                return Err(ApiError::unauthorized("incorrect API key provided"));
+            }
+            Some(_) => {}
+        }
+    }
+    if req.method() != Method::POST {
+        return Ok(req);
+    }
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    if !content_type.is_some_and(is_json) {
+        return Err(ApiError::invalid(format!(
+            "the body must be JSON sent as `Content-Type: application/json` (got {})",
+            content_type.map_or("none".to_string(), |c| format!("{c:?}"))
+        ))
+        .status(StatusCode::UNSUPPORTED_MEDIA_TYPE)
+        .code("unsupported_media_type"));
+    }
+    let limits = inner.limits;
+    let too_large = || {
+        ApiError::invalid(format!(
+            "the request body is larger than this server's limit of {} bytes",
+            limits.max_body
+        ))
+        .status(StatusCode::PAYLOAD_TOO_LARGE)
+        .code("request_too_large")
+    };
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limits.max_body as u64) {
+        return Err(too_large());
+    }
+    let (parts, body) = req.into_parts();
+    let read = Limited::new(body, limits.max_body).collect();
+    let bytes = match tokio::time::timeout(limits.body_timeout, read).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => return Err(too_large()),
+        Ok(Err(e)) => {
+            return Err(ApiError::invalid(format!(
+                "cannot read the request body: {e}"
+            )));
+        }
+        Err(_) => {
+            return Err(ApiError::invalid(format!(
+                "the request body did not arrive within {} s",
+                limits.body_timeout.as_secs_f64()
+            ))
+            .status(StatusCode::REQUEST_TIMEOUT)
+            .code("request_timeout"));
+        }
+    };
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
+/// `GET /metrics`: every metric in the Prometheus text format (OpenMetrics flavour).
+pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
+    let m = &state.inner.shared.metrics;
+    m.queue_depth.set(queue_waiting(&state) as i64);
+    (
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        m.encode(),
+    )
+        .into_response()
+}
+
+/// Requests waiting in the queue.
+fn queue_waiting(state: &AppState) -> usize {
+    state
+        .inner
+        .limits
+        .queue
+        .saturating_sub(state.inner.jobs.capacity())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{host_allowed, is_json, same_key};
+
+    #[test]
+    fn hosts() {
+        let none: Vec<String> = Vec::new();
+        for ok in [
+            "localhost",
+            "localhost:8000",
+            "LocalHost.",
+            "a.b.localhost:1",
+            "127.0.0.1",
+            "127.0.0.1:8000",
+            "10.0.0.7:80",
+            "[::1]",
+            "[::1]:8000",
+        ] {
+            assert!(host_allowed(ok, &none), "{ok}");
+        }
+        for bad in [
+            "",
+            ":8000",
+            "evil.example",
+            "evil.example:8000",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "[::1",
+            "[not-v6]:80",
+            "localhost:80:80",
+            "localhost:port",
+        ] {
+            assert!(!host_allowed(bad, &none), "{bad}");
+        }
+        let some = vec!["Box.Lan".to_string()];
+        assert!(host_allowed("box.lan:8000", &some));
+        assert!(!host_allowed("x.box.lan", &some));
+        assert!(host_allowed("anything.example", &["*".to_string()]));
+    }
+
+    #[test]
+    fn json_content_types() {
+        assert!(is_json("application/json"));
+        assert!(is_json("Application/JSON ; charset=utf-8"));
+        assert!(!is_json("text/plain"));
+        assert!(!is_json("application/jsonx"));
+        assert!(!is_json("application/x-www-form-urlencoded"));
+    }
+
+    #[test]
+    fn keys() {
+        assert!(same_key(b"abc", b"abc"));
+        assert!(!same_key(b"abc", b"abd"));
+        assert!(!same_key(b"abc", b"abcd"));
+    }
 }

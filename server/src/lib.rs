@@ -11,17 +11,32 @@
 //! | --- | --- |
 //! | `POST /v1/chat/completions` | OpenAI's chat completions, streaming (server-sent events) or not |
 //! | `GET /v1/models`, `GET /v1/models/{id}` | the one model |
-//! | `GET /health` | 200 `{"status": "ok", …}` with queue and request counters; 503 while shutting down |
+//! | `GET /health` | 200 `{"status": "ok", …}` with slots, queue and request counters; 503 while shutting down |
+//! | `GET /metrics` | the Prometheus text format (OpenMetrics flavour) |
 //!
 //! Errors have OpenAI's body, `{"error": {"message", "type", "param", "code"}}`, and status: 400
 //! for a bad request (a schema that does not compile names the keyword and its JSON pointer),
-//! 404, 405, 413 for a body over the limit, 503 when the queue is full or the server is
-//! shutting down, 500 when the model fails.
+//! 401 without the API key, 403 for a `Host` not allowed, 404, 405, 408 for a body that
+//! arrives too slowly, 413 for a body over the limit, 415 for a POST that is not JSON, 503
+//! (with `Retry-After`) when the queue is full or the server is shutting down, 504 past the
+//! request timeout, 500 when the model fails.
+//!
+//! # Security
+//!
+//! Every request first passes `Host` (loopback names, IP addresses and
+//! [`ServerConfig::allowed_hosts`], against DNS rebinding), the API key on `/v1/*` when
+//! [`ServerConfig::api_key`] is set, `Content-Type: application/json` on POST (against
+//! cross-site "simple" requests), and a body read within [`ServerConfig::body_timeout`].
+//! Connections are capped ([`ServerConfig::max_connections`]) and closed when their headers
+//! take longer than [`ServerConfig::header_timeout`].
 //!
 //! # Architecture and cost model
 //!
-//! One model, one thread: the [`generate::Generator`] lives on a dedicated OS thread (model
-//! calls block for the whole decode), fed by a bounded queue. At most one request generates
+//! Schemas are compiled in the handlers, on a few blocking threads and within
+//! [`ServerConfig::compile_timeout`], so a schema that takes seconds to compile holds no one
+//! else up; compiled grammars and failures are remembered. One model, one thread: the
+//! [`generate::Generator`] lives on a dedicated OS thread (model calls block for the whole
+//! decode), fed by a bounded queue; a panic there reloads the model. At most one request generates
 //! while up to [`ServerConfig::queue`] wait; the next one is answered 503 (`code:
 //! "queue_full"`) at once. Compiled schemas and their mask caches stay in the generator's LRU
 //! cache across requests, so a repeated schema costs nothing to compile; so does the model's
@@ -53,9 +68,13 @@
 #![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod compile;
 pub mod error;
 mod http;
+mod metrics;
+mod net;
 pub mod openai;
+mod summary;
 mod tools;
 mod worker;
 
@@ -76,6 +95,7 @@ use tokio::sync::mpsc;
 
 pub use error::{ApiError, ServerError};
 
+use compile::CompilePool;
 use worker::{Job, Shared};
 
 /// How the server listens and what it allows.
@@ -99,6 +119,26 @@ pub struct ServerConfig {
     /// On shutdown, how long requests in flight may still run before they are cancelled
     /// (default 10 s).
     pub shutdown_grace: Duration,
+    /// When set, every `/v1/*` route needs `Authorization: Bearer <key>` (else a 401).
+    pub api_key: Option<String>,
+    /// Host names allowed in the `Host` header besides `localhost`, `*.localhost` and IP
+    /// addresses (which a DNS rebinding attack cannot use); `*` allows any.
+    pub allowed_hosts: Vec<String>,
+    /// How long a client may take to send a request's headers, and how long a connection
+    /// may stay idle between requests (default 10 s).
+    pub header_timeout: Duration,
+    /// How long a client may take to send a request's body (default 30 s); then a 408.
+    pub body_timeout: Duration,
+    /// Connections served at once (default 512); more wait to be accepted.
+    pub max_connections: usize,
+    /// Most wall-clock time for one chat completion, queue included (default 10 minutes);
+    /// then a 504 (`code: "request_timeout"`), or an error event in a stream.
+    pub request_timeout: Duration,
+    /// Most time to compile one schema (default 10 s); then a 400 (`code:
+    /// "schema_compile_timeout"`).
+    pub compile_timeout: Duration,
+    /// Schemas compiled at once, off the model thread (default 2).
+    pub compile_threads: usize,
 }
 
 impl Default for ServerConfig {
@@ -111,6 +151,14 @@ impl Default for ServerConfig {
             max_tokens: 2048,
             model_id: "stencil".into(),
             shutdown_grace: Duration::from_secs(10),
+            api_key: None,
+            allowed_hosts: Vec::new(),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 512,
+            request_timeout: Duration::from_secs(600),
+            compile_timeout: Duration::from_secs(10),
+            compile_threads: 2,
         }
     }
 }
@@ -121,10 +169,14 @@ pub(crate) struct Limits {
     pub queue: usize,
     pub max_body: usize,
     pub max_tokens: usize,
+    /// Prompt text longer than this cannot fit the context.
+    pub max_prompt_bytes: usize,
+    pub body_timeout: Duration,
+    pub request_timeout: Duration,
 }
 
-/// What the handlers share: the queue into the model thread, limits and counters. Cheap to
-/// clone.
+/// What the handlers share: the queue into the model thread, the compile pool, limits and
+/// metrics. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
     inner: Arc<Inner>,
@@ -133,7 +185,10 @@ pub struct AppState {
 struct Inner {
     jobs: mpsc::Sender<Job>,
     shared: Arc<Shared>,
+    compiler: Arc<CompilePool>,
     limits: Limits,
+    api_key: Option<String>,
+    allowed_hosts: Vec<String>,
     model_id: String,
     describe: String,
     context_size: usize,
@@ -175,7 +230,8 @@ impl AppState {
     }
 }
 
-/// The routes over `state` (see the [crate docs](crate)), with the body size limit.
+/// The routes over `state` (see the [crate docs](crate)), behind the checks every request
+/// passes (`Host`, API key, `Content-Type`, body size and read timeout).
 pub fn router(state: AppState) -> Router {
     let max_body = state.inner.limits.max_body;
     Router::new()
@@ -183,9 +239,14 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/models", get(http::list_models))
         .route("/v1/models/{id}", get(http::get_model))
         .route("/health", get(http::health))
+        .route("/metrics", get(http::metrics))
         .fallback(http::not_found)
         .method_not_allowed_fallback(http::method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            http::guard,
+        ))
         .with_state(state)
 }
 
@@ -194,6 +255,7 @@ pub struct Server {
     state: AppState,
     worker: JoinHandle<()>,
     grace: Duration,
+    net: net::NetConfig,
 }
 
 impl std::fmt::Debug for Server {
@@ -206,7 +268,8 @@ impl std::fmt::Debug for Server {
 
 impl Server {
     /// Starts the model thread and runs `load` on it (the model need not be `Send`); returns
-    /// once the model is loaded. Blocks while loading.
+    /// once the model is loaded. Blocks while loading. If generation panics, the model thread
+    /// drops the generator and runs `load` again (`/metrics` counts the restarts).
     ///
     /// # Errors
     ///
@@ -215,21 +278,36 @@ impl Server {
     pub fn start<M, F, E>(config: &ServerConfig, load: F) -> Result<Server, ServerError>
     where
         M: Model + 'static,
-        F: FnOnce() -> Result<Generator<M>, E> + Send + 'static,
+        F: FnMut() -> Result<Generator<M>, E> + Send + 'static,
         E: Display,
     {
         let shared = Arc::new(Shared::default());
         let queue = config.queue.max(1);
         let (jobs, worker, loaded) = worker::spawn(load, queue, shared.clone())?;
+        let metrics = shared.metrics.clone();
+        metrics.queue_capacity.set(queue as i64);
+        metrics.slots_total.set(1);
+        let compiler = Arc::new(CompilePool::new(
+            loaded.compile_options,
+            config.compile_threads,
+            config.compile_timeout,
+            metrics,
+        ));
         let state = AppState {
             inner: Arc::new(Inner {
                 jobs,
                 shared,
+                compiler,
                 limits: Limits {
                     queue,
                     max_body: config.max_body,
                     max_tokens: config.max_tokens.max(1),
+                    max_prompt_bytes: loaded.max_prompt_bytes,
+                    body_timeout: config.body_timeout,
+                    request_timeout: config.request_timeout,
                 },
+                api_key: config.api_key.clone().filter(|k| !k.is_empty()),
+                allowed_hosts: config.allowed_hosts.clone(),
                 model_id: config.model_id.clone(),
                 describe: loaded.describe,
                 context_size: loaded.context_size,
@@ -240,6 +318,10 @@ impl Server {
             state,
             worker,
             grace: config.shutdown_grace,
+            net: net::NetConfig {
+                header_timeout: config.header_timeout,
+                max_connections: config.max_connections.max(1),
+            },
         })
     }
 
@@ -256,6 +338,10 @@ impl Server {
     /// Serves on `listener` until `shutdown` completes, then shuts down gracefully: no new
     /// connections, new requests on open ones get 503, requests in flight finish (or are
     /// cancelled after the grace period), and the model thread stops.
+    ///
+    /// Connections are HTTP/1.1: at most `max_connections` at once (more wait in the
+    /// listener's backlog), each closed when its client takes longer than `header_timeout`
+    /// to send a request's headers or stays idle that long between requests.
     ///
     /// # Errors
     ///
@@ -280,11 +366,9 @@ impl Server {
                 tracing::warn!("shutdown grace period over: cancelling what is left");
             });
         };
-        let served = axum::serve(listener, self.router())
-            .with_graceful_shutdown(signal)
-            .await;
+        let metrics = self.state.inner.shared.metrics.clone();
+        net::serve(listener, self.router(), self.net, metrics, signal, grace).await;
         self.stop().await;
-        served?;
         tracing::info!("stopped");
         Ok(())
     }
@@ -315,7 +399,7 @@ impl Server {
 pub fn serve<M, F, E>(config: ServerConfig, load: F) -> Result<(), ServerError>
 where
     M: Model + 'static,
-    F: FnOnce() -> Result<Generator<M>, E> + Send + 'static,
+    F: FnMut() -> Result<Generator<M>, E> + Send + 'static,
     E: Display,
 {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -324,7 +408,7 @@ where
         .enable_all()
         .build()?;
     let server = Server::start(&config, load)?;
-    runtime.block_on(async move {
+    let served = runtime.block_on(async move {
         let addr = format!("{}:{}", config.host, config.port);
         let listener = match TcpListener::bind(&addr).await {
             Ok(l) => l,
@@ -334,15 +418,25 @@ where
             }
         };
         let local = listener.local_addr()?;
+        if config.api_key.is_none() && !local.ip().is_loopback() {
+            tracing::warn!(
+                "listening on {local}, which is not a loopback address, without an API key: \
+                 anyone who can reach it can generate; set --api-key or STENCIL_API_KEY"
+            );
+        }
         tracing::info!(
             model = %config.model_id,
             queue = config.queue,
             max_body = config.max_body,
             max_tokens = config.max_tokens,
+            api_key = config.api_key.is_some(),
             "listening on http://{local}"
         );
         server.run(listener, shutdown_signal()).await
-    })
+    });
+    // A schema compile that outlived its request may still run; it is not waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    served
 }
 
 /// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM.

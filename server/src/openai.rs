@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use generate::tools::{Tool, ToolChoice};
-use generate::{GenerateOptions, Message};
+use generate::{GenerateOptions, Message, SchemaInPrompt};
 use sampler::SamplerConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -81,6 +81,13 @@ pub struct ChatRequest {
     /// Extension: llama.cpp-style repetition penalty.
     #[serde(default)]
     pub repetition_penalty: Option<f32>,
+    /// Extension: how the `response_format` schema gets into the prompt. `auto` (default):
+    /// into each `#!JSON_SCHEMA!#` placeholder, or else appended to the last user message,
+    /// and summarised when it would leave too little room for the answer;
+    /// `placeholder_only`: only into placeholders; `off`: not at all (the output still
+    /// follows the schema).
+    #[serde(default)]
+    pub schema_in_prompt: Option<SchemaInPrompt>,
 }
 
 /// One message of the conversation.
@@ -168,13 +175,16 @@ pub struct Plan {
     pub stream: bool,
     /// Add a usage chunk at the end of the stream.
     pub include_usage: bool,
+    /// How the schema gets into the prompt.
+    pub schema_in_prompt: SchemaInPrompt,
 }
 
 impl ChatRequest {
-    /// Parses a request body; the error names the offending field.
+    /// Parses a request body; the error names the offending field. Anything but whitespace
+    /// after the JSON value is an error.
     pub fn from_slice(body: &[u8]) -> Result<ChatRequest, ApiError> {
-        let de = &mut serde_json::Deserializer::from_slice(body);
-        serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let request = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
             let message = if inner.is_syntax() || inner.is_eof() {
@@ -186,7 +196,10 @@ impl ChatRequest {
             };
             let err = ApiError::invalid(message);
             if path == "." { err } else { err.param(path) }
-        })
+        })?;
+        de.end()
+            .map_err(|e| ApiError::invalid(format!("the body is not valid JSON: {e}")))?;
+        Ok(request)
     }
 
     /// Checks the request against the server's limits and turns it into a [`Plan`].
@@ -366,6 +379,7 @@ impl ChatRequest {
                 .stream_options
                 .and_then(|o| o.include_usage)
                 .unwrap_or(false),
+            schema_in_prompt: self.schema_in_prompt.unwrap_or_default(),
         })
     }
 }
@@ -636,6 +650,11 @@ mod tests {
                 "response_format.type",
             ),
             (json!({"messages": "x"}), "messages"),
+            (
+                json!({"messages": [{"role": "user", "content": "x"}],
+                "schema_in_prompt": "sometimes"}),
+                "schema_in_prompt",
+            ),
         ];
         for (body, param) in cases {
             let e = plan(body.clone()).unwrap_err();
@@ -644,5 +663,12 @@ mod tests {
         }
         let e = ChatRequest::from_slice(b"{not json").unwrap_err();
         assert!(e.message.contains("not valid JSON"), "{e}");
+        let e = ChatRequest::from_slice(br#"{"messages": []} {"x": 1}"#).unwrap_err();
+        assert!(e.message.contains("trailing characters"), "{e}");
+        let e = ChatRequest::from_slice(br#"{"messages": [{"role": "user", "content": "x"}]}x"#)
+            .unwrap_err();
+        assert!(e.message.contains("trailing characters"), "{e}");
+        // Whitespace after the value is fine.
+        ChatRequest::from_slice(b"{\"messages\": []}\n").unwrap();
     }
 }

@@ -15,19 +15,24 @@
 use std::fmt::Display;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
+use generate::template::inject_schema;
 use generate::{
-    GenerateError, GenerateOptions, Generator, Model, Output, Prompt, Request, SchemaInPrompt,
-    StopReason, Timing,
+    GenerateError, GenerateOptions, Generator, Message, Model, Output, Prompt, Request,
+    SCHEMA_PLACEHOLDER, SchemaInPrompt, StopReason, Timing,
 };
+use schema_compiler::{Grammar, Options};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use crate::compile::panic_message;
 use crate::error::{ApiError, ServerError};
+use crate::metrics::{Metrics, Outcome};
 use crate::openai::{Answer, Plan, Usage};
+use crate::summary;
 
 /// A request for the model thread.
 pub(crate) enum Job {
@@ -40,8 +45,15 @@ pub(crate) enum Job {
 /// One chat completion to run.
 pub(crate) struct Work {
     pub plan: Plan,
+    /// The grammars of the request's schemas (its response format, its tools' parameters),
+    /// compiled by the compile pool: the generator keeps them and compiles nothing.
+    pub grammars: Vec<(Value, Arc<Grammar>)>,
+    /// Whether the response format's grammar came from the compile cache.
+    pub schema_cache_hit: Option<bool>,
     pub events: mpsc::UnboundedSender<Event>,
     pub enqueued: Instant,
+    /// The request's wall-clock limit: its handler gives up then (and closes `events`).
+    pub deadline: Instant,
 }
 
 /// What the model thread tells a handler.
@@ -66,37 +78,41 @@ pub(crate) struct Finished {
     pub schema_cache_hit: Option<bool>,
     /// The text was sent as `Delta`s while it was generated (false for tool requests).
     pub text_streamed: bool,
+    /// Generation was cancelled (the client left or the request timed out).
+    pub cancelled: bool,
+    /// How the schema was put into the prompt: `full`, `summary` or `none`.
+    pub schema_in_prompt: &'static str,
 }
 
-/// Counters shared by the model thread and the handlers (shown by `/health`).
+/// State shared by the model thread and the handlers.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
     /// Set when the shutdown grace period is over: cancel what runs, refuse what waits.
     pub cancel_all: AtomicBool,
     /// Set when shutting down (new requests are refused).
     pub draining: AtomicBool,
-    /// Cleared if the model thread stopped (a panic).
+    /// Set while a model is loaded and its thread takes jobs.
     pub alive: AtomicBool,
-    pub completed: AtomicU64,
-    pub cancelled: AtomicU64,
-    pub failed: AtomicU64,
-    pub rejected: AtomicU64,
-    pub abandoned: AtomicU64,
-    pub schema_cache_hits: AtomicU64,
-    pub schema_cache_misses: AtomicU64,
+    /// Counters, histograms and gauges.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Shared {
+    /// The request counters of `/health`.
     pub fn stats(&self) -> Value {
-        let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let m = &self.metrics;
         json!({
-            "completed": g(&self.completed),
-            "cancelled": g(&self.cancelled),
-            "failed": g(&self.failed),
-            "rejected_queue_full": g(&self.rejected),
-            "abandoned_in_queue": g(&self.abandoned),
-            "schema_cache": {"hits": g(&self.schema_cache_hits),
-                "misses": g(&self.schema_cache_misses)},
+            "completed": m.outcomes(Outcome::Completed),
+            "cancelled": m.outcomes(Outcome::Cancelled),
+            "failed": m.outcomes(Outcome::Failed),
+            "rejected_queue_full": m.outcomes(Outcome::RejectedQueueFull),
+            "abandoned_in_queue": m.outcomes(Outcome::AbandonedInQueue),
+            "timed_out": m.outcomes(Outcome::TimedOut),
+            "worker_restarts": m.worker_restarts.get(),
+            "schema_cache": {"hits": m.schema_cache_count("hit"),
+                "misses": m.schema_cache_count("miss"),
+                "failure_hits": m.schema_cache_count("failure_hit"),
+                "compile_timeouts": m.compile_timeouts.get()},
         })
     }
 }
@@ -105,39 +121,82 @@ impl Shared {
 pub(crate) struct Loaded {
     pub context_size: usize,
     pub describe: String,
+    /// The options schemas are compiled with.
+    pub compile_options: Options,
+    /// Prompt text longer than this cannot fit the context (its length in bytes over the
+    /// longest token's).
+    pub max_prompt_bytes: usize,
+}
+
+/// The most bytes of prompt text that may still fit the context: every token of the
+/// generator's vocabulary spells at most the longest token's bytes.
+fn max_prompt_bytes<M: Model>(generator: &Generator<M>) -> usize {
+    let longest = generator
+        .tokenizer()
+        .vocab()
+        .iter()
+        .map(|(_, bytes)| bytes.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    generator.model().context_size().saturating_mul(longest)
 }
 
 /// Starts the model thread: `load` runs on it (so the model need not be `Send`), and this
-/// returns once the model is loaded, or with the loading error.
+/// returns once the model is loaded, or with the loading error. After a panic while
+/// generating, the thread drops the generator, runs `load` again and goes on with the queue.
 pub(crate) fn spawn<M, F, E>(
-    load: F,
+    mut load: F,
     queue: usize,
     shared: Arc<Shared>,
 ) -> Result<(mpsc::Sender<Job>, JoinHandle<()>, Loaded), ServerError>
 where
     M: Model + 'static,
-    F: FnOnce() -> Result<Generator<M>, E> + Send + 'static,
+    F: FnMut() -> Result<Generator<M>, E> + Send + 'static,
     E: Display,
 {
-    let (tx, rx) = mpsc::channel(queue.max(1));
+    let (tx, mut rx) = mpsc::channel(queue.max(1));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("stencil-model".into())
         .spawn(move || {
-            let generator = match load() {
-                Ok(g) => g,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
-                    return;
+            let mut ready = Some(ready_tx);
+            loop {
+                let generator = match load() {
+                    Ok(g) => g,
+                    Err(e) => {
+                        match ready.take() {
+                            Some(ready) => {
+                                let _ = ready.send(Err(e.to_string()));
+                            }
+                            None => tracing::error!(
+                                error = %e,
+                                "cannot load the model again after a panic: the model thread \
+                                 stops"
+                            ),
+                        }
+                        break;
+                    }
+                };
+                shared.alive.store(true, Ordering::SeqCst);
+                if let Some(ready) = ready.take() {
+                    let _ = ready.send(Ok(Loaded {
+                        context_size: generator.model().context_size(),
+                        describe: generator.model().describe(),
+                        compile_options: generator.compile_options().clone(),
+                        max_prompt_bytes: max_prompt_bytes(&generator),
+                    }));
                 }
-            };
-            shared.alive.store(true, Ordering::SeqCst);
-            let _ = ready_tx.send(Ok(Loaded {
-                context_size: generator.model().context_size(),
-                describe: generator.model().describe(),
-            }));
-            run(generator, rx, &shared);
-            shared.alive.store(false, Ordering::SeqCst);
+                let exit = run(generator, &mut rx, &shared);
+                shared.alive.store(false, Ordering::SeqCst);
+                match exit {
+                    Exit::Stopped => break,
+                    Exit::Panicked => {
+                        shared.metrics.worker_restarts.inc();
+                        tracing::warn!("loading the model again after a panic");
+                    }
+                }
+            }
         })
         .map_err(|e| ServerError::Worker(e.to_string()))?;
     match ready_rx.recv() {
@@ -155,49 +214,95 @@ where
     }
 }
 
-fn run<M: Model>(mut generator: Generator<M>, mut rx: mpsc::Receiver<Job>, shared: &Shared) {
+/// Why [`run`] returned.
+enum Exit {
+    /// The queue closed or a `Stop` came.
+    Stopped,
+    /// Generation panicked: the generator is dropped and must be loaded again.
+    Panicked,
+}
+
+fn run<M: Model>(
+    mut generator: Generator<M>,
+    rx: &mut mpsc::Receiver<Job>,
+    shared: &Shared,
+) -> Exit {
+    let metrics = &shared.metrics;
+    let max_prompt_bytes = max_prompt_bytes(&generator);
     while let Some(job) = rx.blocking_recv() {
         let work = match job {
             Job::Stop => break,
             Job::Generate(w) => w,
         };
+        let timed_out = || Instant::now() >= work.deadline;
         if work.events.is_closed() {
-            shared.abandoned.fetch_add(1, Ordering::Relaxed);
+            metrics.outcome(if timed_out() {
+                Outcome::TimedOut
+            } else {
+                Outcome::AbandonedInQueue
+            });
             continue;
         }
         if shared.cancel_all.load(Ordering::Relaxed) {
             let _ = work.events.send(Event::Done(Err(shutting_down())));
             continue;
         }
-        let result = catch_unwind(AssertUnwindSafe(|| process(&mut generator, &work, shared)));
+        metrics.slots_active.inc();
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            process(&mut generator, &work, shared, max_prompt_bytes)
+        }));
+        metrics.slots_active.dec();
         match result {
             Ok(r) => {
                 match &r {
-                    Ok(_) => shared.completed.fetch_add(1, Ordering::Relaxed),
-                    Err(_) => shared.failed.fetch_add(1, Ordering::Relaxed),
+                    Ok(f) => {
+                        metrics.outcome(match (f.cancelled, timed_out()) {
+                            (false, _) => Outcome::Completed,
+                            (true, true) => Outcome::TimedOut,
+                            (true, false) => Outcome::Cancelled,
+                        });
+                        observe(metrics, f);
+                    }
+                    Err(e) if e.code == Some(SHUTTING_DOWN) => metrics.outcome(Outcome::Cancelled),
+                    Err(_) => metrics.outcome(Outcome::Failed),
                 };
                 let _ = work.events.send(Event::Done(r));
             }
             Err(panic) => {
-                let what = panic
-                    .downcast_ref::<String>()
-                    .map(String::as_str)
-                    .or_else(|| panic.downcast_ref::<&str>().copied())
-                    .unwrap_or("unknown panic");
-                tracing::error!(panic = what, "the model thread panicked; it stops");
-                shared.failed.fetch_add(1, Ordering::Relaxed);
+                let what = panic_message(&*panic);
+                tracing::error!(panic = %what, "the model thread panicked; it restarts");
+                metrics.outcome(Outcome::Failed);
                 let _ = work.events.send(Event::Done(Err(ApiError::internal(
-                    "the model failed while generating; the server must be restarted",
+                    "the model failed while generating; it is being loaded again",
                 ))));
-                // The model's cache may no longer match the generator's view of it.
-                break;
+                // The model's cache may no longer match the generator's view of it: start
+                // afresh. Dropping may panic too; the thread goes on either way.
+                let _ = catch_unwind(AssertUnwindSafe(move || drop(generator)));
+                return Exit::Panicked;
             }
         }
     }
+    Exit::Stopped
 }
 
+/// Records the token counts and timings of a finished request.
+fn observe(metrics: &Metrics, f: &Finished) {
+    metrics.tokens_generated.inc_by(f.usage.completion as u64);
+    metrics.prompt_tokens.inc_by(f.usage.prompt as u64);
+    if f.usage.completion > 0 && f.timing.decode_ms > 0.0 {
+        metrics
+            .step_seconds
+            .observe(f.timing.decode_ms / 1e3 / f.usage.completion as f64);
+    }
+    if f.timing.mask_us_mean > 0.0 {
+        metrics.mask_seconds.observe(f.timing.mask_us_mean / 1e6);
+    }
+}
+
+const SHUTTING_DOWN: &str = "shutting_down";
+
 pub(crate) fn shutting_down() -> ApiError {
-    ApiError::unavailable("the server is shutting down", "shutting_down")
+    ApiError::unavailable("the server is shutting down", SHUTTING_DOWN)
 }
 
 /// Holds back streamed text that may be the start of a stop string, so a stream never shows
@@ -242,40 +347,34 @@ fn process<M: Model>(
     generator: &mut Generator<M>,
     work: &Work,
     shared: &Shared,
+    max_prompt_bytes: usize,
 ) -> Result<Finished, ApiError> {
     let queue_ms = work.enqueued.elapsed().as_secs_f64() * 1e3;
+    for (schema, grammar) in &work.grammars {
+        if !generator.add_compiled(schema, grammar.clone()) {
+            tracing::warn!("a grammar from the compile pool has other options; compiling here");
+        }
+    }
     let plan = &work.plan;
     if plan.with_tools {
         return crate::tools::run(generator, work, shared, queue_ms);
     }
-    let prompt = Prompt::Chat(plan.messages.clone());
-    let n_prompt = generator
-        .prompt_tokens(&prompt, plan.schema.as_ref(), &SchemaInPrompt::Auto, None)
-        .map_err(|e| ApiError::from_generate(&e))?
-        .len();
+    let (messages, n_prompt, placed) = prompt_with_schema(generator, plan, max_prompt_bytes)?;
     let options = fit_context(generator, &plan.options, n_prompt)?;
-
-    let mut schema_cache_hit = None;
     if let Some(schema) = &plan.schema {
-        // Compiled here (or found in the generator's LRU cache) so a bad schema is an error
-        // before any byte is streamed; `generate` then finds it in the cache.
-        let (_, compile_ms) = generator
+        // Found in the generator's cache (the compile pool compiled it), so a bad schema was
+        // an error before any byte was streamed.
+        generator
             .compile(schema)
             .map_err(|e| ApiError::from_generate(&e))?;
-        let hit = compile_ms == 0.0;
-        schema_cache_hit = Some(hit);
-        if hit {
-            shared.schema_cache_hits.fetch_add(1, Ordering::Relaxed);
-        } else {
-            shared.schema_cache_misses.fetch_add(1, Ordering::Relaxed);
-        }
     }
     let _ = work.events.send(Event::Started);
 
     let request = Request {
-        prompt,
+        prompt: Prompt::Chat(messages),
         schema: plan.schema.clone(),
-        schema_in_prompt: SchemaInPrompt::Auto,
+        // Placed above.
+        schema_in_prompt: SchemaInPrompt::Off,
         options,
     };
     let mut guard = StopGuard {
@@ -303,9 +402,76 @@ fn process<M: Model>(
     if stream && out.text.len() > guard.sent {
         let _ = events.send(Event::Delta(out.text[guard.sent..].to_string()));
     }
-    let mut done = finish(out, Answer::Text, shared, queue_ms, schema_cache_hit)?;
+    let mut done = finish(out, Answer::Text, shared, queue_ms, work.schema_cache_hit)?;
     done.text_streamed = stream;
+    done.schema_in_prompt = placed;
     Ok(done)
+}
+
+/// The messages with the schema put in as the request asks, their length in tokens, and what
+/// was put in (`full`, `summary` or `none`).
+///
+/// The schema itself goes in when the prompt then leaves room for the answer (its
+/// `max_tokens`, or a quarter of the context if that is less); else the longest summary of
+/// it that does ([`crate::summary`]), or, if none does, its type alone.
+fn prompt_with_schema<M: Model>(
+    generator: &Generator<M>,
+    plan: &Plan,
+    max_prompt_bytes: usize,
+) -> Result<(Vec<Message>, usize, &'static str), ApiError> {
+    let count = |messages: &[Message]| {
+        generator
+            .prompt_tokens(
+                &Prompt::Chat(messages.to_vec()),
+                None,
+                &SchemaInPrompt::Off,
+                None,
+            )
+            .map(|t| t.len())
+            .map_err(|e| ApiError::from_generate(&e))
+    };
+    let schema = match &plan.schema {
+        Some(s) if plan.schema_in_prompt != SchemaInPrompt::Off => s,
+        _ => return Ok((plan.messages.clone(), count(&plan.messages)?, "none")),
+    };
+    let context = generator.model().context_size();
+    let room = plan.options.max_tokens.min(context / 4).max(1);
+    let text_bytes: usize = plan.messages.iter().map(|m| m.content.len()).sum();
+    let places = plan
+        .messages
+        .iter()
+        .map(|m| m.content.matches(SCHEMA_PLACEHOLDER).count())
+        .sum::<usize>()
+        .max(1);
+    let candidates = summary::candidates(schema);
+    let last = candidates.len() - 1;
+    for (i, candidate) in candidates.iter().enumerate() {
+        // Text longer than this cannot fit: no need to tokenize it.
+        let bytes = text_bytes.saturating_add(candidate.to_string().len().saturating_mul(places));
+        if i < last && bytes > max_prompt_bytes {
+            continue;
+        }
+        let mut messages = plan.messages.clone();
+        if !inject_schema(&mut messages, candidate, &plan.schema_in_prompt) {
+            // Only placeholders were asked for, and there are none.
+            let n = count(&messages)?;
+            return Ok((messages, n, "none"));
+        }
+        let n = count(&messages)?;
+        if n + room <= context || i == last {
+            if i > 0 {
+                tracing::info!(
+                    schema_bytes = schema.to_string().len(),
+                    summary_bytes = candidate.to_string().len(),
+                    prompt_tokens = n,
+                    "the schema is too long for the prompt: it is summarised"
+                );
+            }
+            let placed = if i == 0 { "full" } else { "summary" };
+            return Ok((messages, n, placed));
+        }
+    }
+    unreachable!("the last candidate is always taken")
 }
 
 /// Checks that the prompt fits the context and clamps `max_tokens` to what it leaves.
@@ -326,7 +492,7 @@ pub(crate) fn fit_context<M: Model>(
     Ok(options)
 }
 
-/// Maps the engine's stop reason and counts a cancellation.
+/// Maps the engine's stop reason; a cancellation by the shutdown is an error.
 pub(crate) fn finish(
     out: Output,
     answer: impl FnOnce(String) -> Answer,
@@ -334,16 +500,17 @@ pub(crate) fn finish(
     queue_ms: f64,
     schema_cache_hit: Option<bool>,
 ) -> Result<Finished, ApiError> {
+    let mut cancelled = false;
     let finish_reason = match out.stop {
         StopReason::Eos | StopReason::Complete | StopReason::Stop => "stop",
         // The budget ran out: cut off (MaxTokens), or closed early with the shortest valid
         // ending (BudgetClosed, still a valid document).
         StopReason::MaxTokens | StopReason::BudgetClosed => "length",
         StopReason::Cancelled => {
-            shared.cancelled.fetch_add(1, Ordering::Relaxed);
             if shared.cancel_all.load(Ordering::Relaxed) {
                 return Err(shutting_down());
             }
+            cancelled = true;
             "stop"
         }
     };
@@ -358,6 +525,8 @@ pub(crate) fn finish(
         queue_ms,
         schema_cache_hit,
         text_streamed: false,
+        cancelled,
+        schema_in_prompt: "none",
     })
 }
 

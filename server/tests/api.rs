@@ -543,14 +543,7 @@ async fn request_body_limit_is_a_413() {
     .error(413);
     assert_eq!(e["code"], "request_too_large");
     // Just under the limit is fine.
-    let ok = call(
-        &r,
-        "POST",
-        "/v1/chat/completions",
-        Some(json!({"messages": user("Say hello")})),
-    )
-    .await;
-    assert_eq!(ok.status, 200);
+    say_hello(&r).await;
     server.stop().await;
 }
 
@@ -593,6 +586,13 @@ async fn a_full_queue_is_a_503_and_the_rest_complete() {
         .error(503);
     assert_eq!(e["type"], "server_error");
     assert_eq!(e["code"], "queue_full");
+    let full = call(&r, "POST", "/v1/chat/completions", Some(body.clone())).await;
+    assert_eq!(full.status, 503);
+    assert_eq!(
+        full.headers.get("retry-after").map(|v| v.to_str().unwrap()),
+        Some("1"),
+        "a 503 says when to retry"
+    );
     gate.open();
     for h in [first, second] {
         let reply = h.await.unwrap();
@@ -603,7 +603,7 @@ async fn a_full_queue_is_a_503_and_the_rest_complete() {
         );
     }
     let h = health(&r).await;
-    assert_eq!(h["requests"]["rejected_queue_full"], 1);
+    assert_eq!(h["requests"]["rejected_queue_full"], 2);
     assert_eq!(h["requests"]["completed"], 2);
     server.stop().await;
 }
@@ -617,26 +617,10 @@ fn endless() -> Knobs {
     }
 }
 
-async fn serve_on_loopback(
-    server: server::Server,
-) -> (
-    std::net::SocketAddr,
-    tokio::sync::oneshot::Sender<()>,
-    tokio::task::JoinHandle<Result<(), server::ServerError>>,
-) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(server.run(listener, async move {
-        let _ = rx.await;
-    }));
-    (addr, tx, task)
-}
-
 async fn http_health(addr: std::net::SocketAddr) -> Value {
     use tokio::io::AsyncWriteExt;
     let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+    s.write_all(b"GET /health HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n\r\n")
         .await
         .unwrap();
     let text = read_until(&mut s, "}\n", Duration::from_secs(5)).await;
@@ -677,6 +661,11 @@ async fn a_client_that_disconnects_cancels_its_generation() {
         assert!(
             used < 200,
             "{used} model calls: generation went on after the disconnect"
+        );
+        assert_eq!(
+            http_health(addr).await["requests"]["completed"],
+            0,
+            "a cancelled request is not counted as completed"
         );
         // The model is free again at once.
         let after = forwards.load(Ordering::SeqCst);

@@ -501,6 +501,14 @@ fn plan<'a>(tools: &'a [Tool], choice: &ToolChoice) -> Result<Plan<'a>, Generate
     })
 }
 
+impl GenerateError {
+    /// [`GenerateError::ToolSchema`] for `tool`'s parameters schema, which failed to compile
+    /// with `e` (the keyword and pointer are taken from `e`).
+    pub fn tool_schema(tool: &str, e: schema_compiler::CompileError) -> GenerateError {
+        schema_error(tool, e)
+    }
+}
+
 fn schema_error(tool: &str, e: schema_compiler::CompileError) -> GenerateError {
     let keyword = match (&e, e.keyword()) {
         (_, Some(k)) => k.to_string(),

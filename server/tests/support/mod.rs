@@ -9,7 +9,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -87,6 +87,10 @@ pub struct Knobs {
     /// Wait here in every `forward`.
     pub gate: Option<Arc<Gate>>,
     pub context: usize,
+    /// When set, the next `forward` clears it and panics.
+    pub panic_next: Arc<AtomicBool>,
+    /// Counts the models loaded.
+    pub loads: Arc<AtomicUsize>,
 }
 
 impl Default for Knobs {
@@ -99,6 +103,8 @@ impl Default for Knobs {
             forwards: Arc::new(AtomicUsize::new(0)),
             gate: None,
             context: 4096,
+            panic_next: Arc::new(AtomicBool::new(false)),
+            loads: Arc::new(AtomicUsize::new(0)),
         }
     }
 }
@@ -182,6 +188,9 @@ impl Model for FakeModel {
 
     fn forward(&mut self, tokens: &[u32]) -> Result<&[f32], ModelError> {
         self.knobs.forwards.fetch_add(1, Ordering::SeqCst);
+        if self.knobs.panic_next.swap(false, Ordering::SeqCst) {
+            panic!("the fake model was told to panic");
+        }
         if let Some(g) = &self.knobs.gate {
             g.wait();
         }
@@ -223,12 +232,13 @@ impl Model for FakeModel {
     }
 }
 
-/// A server on a fake model.
+/// A server on a fake model (loaded again, with the same knobs, after a panic).
 pub fn start(config: ServerConfig, knobs: Knobs) -> Server {
     let tok = tokenizer();
     Server::start(&config, move || {
-        let model = FakeModel::new(knobs, &tok);
-        Generator::new(model, tok)
+        knobs.loads.fetch_add(1, Ordering::SeqCst);
+        let model = FakeModel::new(knobs.clone(), &tok);
+        Generator::new(model, tok.clone())
     })
     .expect("the fake model loads")
 }
@@ -241,9 +251,10 @@ pub fn config() -> ServerConfig {
     }
 }
 
-/// A response: status, content type, body text.
+/// A response: status, headers, content type, body text.
 pub struct Reply {
     pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
     pub content_type: String,
     pub text: String,
 }
@@ -300,6 +311,7 @@ pub async fn call(router: &Router, method: &str, path: &str, body: Option<Value>
 pub async fn send(router: &Router, req: Request<Body>) -> Reply {
     let resp = router.clone().oneshot(req).await.unwrap();
     let status = resp.status();
+    let headers = resp.headers().clone();
     let content_type = resp
         .headers()
         .get("content-type")
@@ -310,6 +322,7 @@ pub async fn send(router: &Router, req: Request<Body>) -> Reply {
         .unwrap();
     Reply {
         status,
+        headers,
         content_type,
         text: String::from_utf8(bytes.to_vec()).unwrap(),
     }
@@ -329,25 +342,79 @@ pub async fn raw_post(addr: std::net::SocketAddr, body: &Value) -> TcpStream {
     s
 }
 
+/// Sends `request` (raw HTTP) on a new connection and reads until the server closes it (or
+/// panics after `limit`).
+pub async fn raw_exchange(addr: std::net::SocketAddr, request: &str, limit: Duration) -> String {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.write_all(request.as_bytes()).await.unwrap();
+    read_to_close(&mut s, limit).await
+}
+
+/// Reads until the server closes the connection (or panics after `limit`).
+pub async fn read_to_close(s: &mut TcpStream, limit: Duration) -> String {
+    read_for(s, None, limit).await
+}
+
+/// Serves `server` on a free loopback port until the sender is used or dropped.
+pub async fn serve_on_loopback(
+    server: Server,
+) -> (
+    std::net::SocketAddr,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), server::ServerError>>,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(listener, async move {
+        let _ = rx.await;
+    }));
+    (addr, tx, task)
+}
+
 /// Reads until `needle` shows up (or panics after `limit`).
 pub async fn read_until(s: &mut TcpStream, needle: &str, limit: Duration) -> String {
+    read_for(s, Some(needle), limit).await
+}
+
+/// Reads until `needle` shows up, or without one until the connection closes; panics if
+/// that takes longer than `limit`.
+async fn read_for(s: &mut TcpStream, needle: Option<&str>, limit: Duration) -> String {
     let mut buf = Vec::new();
     let t = Instant::now();
     let mut chunk = [0u8; 4096];
-    while !String::from_utf8_lossy(&buf).contains(needle) {
+    while !needle.is_some_and(|n| String::from_utf8_lossy(&buf).contains(n)) {
         let left = limit.saturating_sub(t.elapsed());
         assert!(
             !left.is_zero(),
-            "no {needle:?} in {:?}",
+            "no {} in {:?}",
+            needle.map_or("close".to_string(), |n| format!("{n:?}")),
             String::from_utf8_lossy(&buf)
         );
         match tokio::time::timeout(left, s.read(&mut chunk)).await {
             Ok(Ok(0)) => break,
+            Ok(Err(_)) if needle.is_none() => break,
             Ok(Ok(n)) => buf.extend_from_slice(&chunk[..n]),
             _ => {}
         }
     }
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Asks for "Say hello" (the fake model's default script) and checks the answer.
+pub async fn say_hello(router: &Router) {
+    let reply = call(
+        router,
+        "POST",
+        "/v1/chat/completions",
+        Some(serde_json::json!({"messages": user("Say hello")})),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(
+        reply.json()["choices"][0]["message"]["content"],
+        "Hello world"
+    );
 }
 
 /// Polls `f` every 10 ms until it holds (panics after `limit`).
