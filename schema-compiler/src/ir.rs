@@ -11,7 +11,7 @@
 //! listed relaxation in lenient mode) and unknown keywords (annotations by the specification:
 //! ignored and listed in the report).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 use url::Url;
@@ -220,6 +220,8 @@ pub struct Lowering<'o> {
     anchors: HashMap<String, Loc>,
     /// Base URI and draft at each indexed schema location.
     scope: HashMap<Loc, (Url, Draft)>,
+    /// Subschemas whose `$schema` chose their draft: document roots and embedded resources.
+    schema_roots: HashSet<Loc>,
     /// Documents that may be loaded on demand, by URI.
     remotes: &'o HashMap<String, Value>,
     memo: HashMap<Loc, NodeId>,
@@ -244,11 +246,22 @@ fn draft_of_schema_uri(uri: &str) -> Option<Draft> {
         .or_else(|| u.strip_prefix("http://"))
         .unwrap_or(u);
     Some(match u {
-        "json-schema.org/draft-04/schema" => Draft::Draft4,
-        "json-schema.org/draft-06/schema" => Draft::Draft6,
-        "json-schema.org/draft-07/schema" => Draft::Draft7,
-        "json-schema.org/draft/2019-09/schema" => Draft::Draft2019,
-        "json-schema.org/draft/2020-12/schema" => Draft::Draft2020,
+        // A hyper-schema validates as its draft's schema; its link keywords are annotations.
+        "json-schema.org/draft-04/schema" | "json-schema.org/draft-04/hyper-schema" => {
+            Draft::Draft4
+        }
+        "json-schema.org/draft-06/schema" | "json-schema.org/draft-06/hyper-schema" => {
+            Draft::Draft6
+        }
+        "json-schema.org/draft-07/schema" | "json-schema.org/draft-07/hyper-schema" => {
+            Draft::Draft7
+        }
+        "json-schema.org/draft/2019-09/schema" | "json-schema.org/draft/2019-09/hyper-schema" => {
+            Draft::Draft2019
+        }
+        "json-schema.org/draft/2020-12/schema" | "json-schema.org/draft/2020-12/hyper-schema" => {
+            Draft::Draft2020
+        }
         _ => return None,
     })
 }
@@ -320,6 +333,7 @@ impl<'o> Lowering<'o> {
             resources: HashMap::new(),
             anchors: HashMap::new(),
             scope: HashMap::new(),
+            schema_roots: HashSet::new(),
             remotes,
             memo: HashMap::new(),
             lowering_depth: 0,
@@ -373,10 +387,18 @@ impl<'o> Lowering<'o> {
             return Ok(());
         };
         let obj = obj.clone();
-        if let Some(s) = obj.get("$schema").and_then(Value::as_str)
-            && let Some(d) = draft_of_schema_uri(s)
-        {
-            draft = d;
+        // `$schema` chooses the draft of a document or of an embedded resource (a subschema
+        // with an identifier of the enclosing draft). Elsewhere it marks no boundary and is
+        // ignored, and with it the identifier keyword of the draft it names (a draft-4 `id`
+        // in a 2020-12 document changes no base URI).
+        let enclosing_id_key = if draft == Draft::Draft4 { "id" } else { "$id" };
+        let resource_root =
+            ptr.is_empty() || obj.get(enclosing_id_key).is_some_and(Value::is_string);
+        if resource_root && let Some(s) = obj.get("$schema").and_then(Value::as_str) {
+            self.schema_roots.insert(loc.clone());
+            if let Some(d) = draft_of_schema_uri(s) {
+                draft = d;
+            }
         }
         let ref_hides_siblings = draft <= Draft::Draft7 && obj.contains_key("$ref");
         let id_key = if draft == Draft::Draft4 { "id" } else { "$id" };
@@ -666,7 +688,9 @@ impl<'o> Lowering<'o> {
             match k {
                 "$ref" => {}
                 "$schema" => {
+                    // Outside a document root or an embedded resource, `$schema` means nothing.
                     if let Some(uri) = v.as_str()
+                        && (loc.1.is_empty() || self.schema_roots.contains(loc))
                         && draft_of_schema_uri(uri).is_none()
                     {
                         self.relax(
