@@ -593,8 +593,13 @@ impl<'o> Builder<'o> {
         let limit = self.options.limits.max_expanded_length;
         let big = l.min > limit || l.max.is_some_and(|m| m > limit);
         if big {
+            let keyword = if l.min > limit {
+                "minLength"
+            } else {
+                "maxLength"
+            };
             return Err(CompileError::Unsupported {
-                keyword: "maxLength".into(),
+                keyword: keyword.into(),
                 pointer: loc.into(),
                 reason: format!(
                     "length bounds above {limit} cannot be combined under anyOf/oneOf/not/if"
@@ -617,6 +622,11 @@ impl<'o> Builder<'o> {
             max: None,
             check: l.check,
         })
+    }
+
+    /// Whether `l` holds no value: an empty automaton or length bounds no length fits.
+    fn is_empty_lang(&self, l: &Lang) -> bool {
+        self.dfas[l.dfa as usize].is_empty() || l.max.is_some_and(|m| m < l.min)
     }
 
     fn intersect(&mut self, a: Lang, b: Lang, kind: Kind, loc: &str) -> Result<Lang, CompileError> {
@@ -659,6 +669,12 @@ impl<'o> Builder<'o> {
                 check: Some(NumExpr::Or(checks)),
             });
         }
+        // Alternatives that hold no value of this kind (the `null` of a nullable string) add
+        // nothing; when one alternative is left its length bounds need no folding.
+        let mut xs: Vec<Lang> = xs.into_iter().filter(|l| !self.is_empty_lang(l)).collect();
+        if xs.len() == 1 {
+            return Ok(xs.remove(0));
+        }
         let mut acc: Option<Lang> = None;
         for x in xs {
             let x = self.fold_len(x, loc)?;
@@ -689,6 +705,29 @@ impl<'o> Builder<'o> {
                 check: Some(check),
             });
         }
+        // Every value of the kind, with one length bound: the complement is the other side of
+        // that bound, which needs no folding however long.
+        if x.dfa == self.universe[kind as usize] && x.dfa != self.empty {
+            match (x.min, x.max) {
+                (0, Some(max)) => {
+                    return Ok(Lang {
+                        dfa: x.dfa,
+                        min: max.saturating_add(1),
+                        max: None,
+                        check: None,
+                    });
+                }
+                (min, None) if min > 0 => {
+                    return Ok(Lang {
+                        dfa: x.dfa,
+                        min: 0,
+                        max: Some(min - 1),
+                        check: None,
+                    });
+                }
+                _ => {}
+            }
+        }
         let x = self.fold_len(x, loc)?;
         let within = self.spelling_universe(kind, &[x.dfa]);
         let dfa = self.dfa_op(2, within, x.dfa, loc)?;
@@ -709,6 +748,12 @@ impl<'o> Builder<'o> {
                 max: None,
                 check: Some(NumExpr::OneOf(checks)),
             });
+        }
+        // Alternatives with no value of this kind cannot match one, so the values of this kind
+        // that match exactly one alternative are those of the others; with one left, its own.
+        let mut xs: Vec<Lang> = xs.into_iter().filter(|l| !self.is_empty_lang(l)).collect();
+        if xs.len() <= 1 {
+            return Ok(xs.pop().unwrap_or_else(|| self.empty_lang()));
         }
         let mut folded = Vec::with_capacity(xs.len());
         for x in xs {
