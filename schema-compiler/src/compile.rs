@@ -500,6 +500,54 @@ impl<'o> Builder<'o> {
         Ok(id)
     }
 
+    /// The DFA of the strings in which the `pattern` `p` finds a match. Lookaheads right
+    /// after a leading `^` (`^(?!X)R`) become a difference with, or an intersection with, the
+    /// strings that start with a match of `X` (see [`ecma::split_leading_lookaheads`]).
+    fn pattern_dfa(&mut self, p: &str, loc: &str) -> Result<DfaId, CompileError> {
+        let Some(split) = ecma::split_leading_lookaheads(p) else {
+            return self.pattern_part_dfa(p, p, loc);
+        };
+        let mut d = self.pattern_part_dfa(&split.rest, p, loc)?;
+        for (negative, look) in &split.lookaheads {
+            let x = self.pattern_part_dfa(look, p, loc)?;
+            d = self.dfa_op(if *negative { 2 } else { 0 }, d, x, loc)?;
+        }
+        Ok(d)
+    }
+
+    /// The DFA of one pattern without lookaheads (`part`, taken from the schema's `whole`).
+    fn pattern_part_dfa(
+        &mut self,
+        part: &str,
+        whole: &str,
+        loc: &str,
+    ) -> Result<DfaId, CompileError> {
+        let re = ecma::pattern_language(part).map_err(|e| {
+            let reason = format!("{e} in /{part}/");
+            if matches!(e, ecma::PatternError::Unsupported { .. }) {
+                CompileError::Unsupported {
+                    keyword: "pattern".into(),
+                    pointer: loc.into(),
+                    reason,
+                }
+            } else {
+                CompileError::Invalid {
+                    keyword: "pattern".into(),
+                    pointer: loc.into(),
+                    reason,
+                }
+            }
+        })?;
+        self.regex_dfa(&re, loc).map_err(|e| match e {
+            CompileError::Invalid { reason, .. } => CompileError::Unsupported {
+                keyword: "pattern".into(),
+                pointer: loc.into(),
+                reason: format!("/{whole}/ cannot be compiled to a DFA: {reason}"),
+            },
+            other => other,
+        })
+    }
+
     /// A DFA operation, memoized. `op`: 0 intersect, 1 union, 2 difference.
     fn dfa_op(&mut self, op: u8, a: DfaId, b: DfaId, loc: &str) -> Result<DfaId, CompileError> {
         if a == b {
@@ -919,30 +967,7 @@ impl<'o> Builder<'o> {
                     l.max = Some(l.max.map_or(m, |x| x.min(m)));
                 }
                 for p in &s.patterns {
-                    let re = ecma::pattern_language(p).map_err(|e| {
-                        let unsupported = matches!(e, ecma::PatternError::Unsupported { .. });
-                        if unsupported {
-                            CompileError::Unsupported {
-                                keyword: "pattern".into(),
-                                pointer: loc.clone(),
-                                reason: format!("{e} in /{p}/"),
-                            }
-                        } else {
-                            CompileError::Invalid {
-                                keyword: "pattern".into(),
-                                pointer: loc.clone(),
-                                reason: format!("{e} in /{p}/"),
-                            }
-                        }
-                    })?;
-                    let d = self.regex_dfa(&re, &loc).map_err(|e| match e {
-                        CompileError::Invalid { reason, .. } => CompileError::Unsupported {
-                            keyword: "pattern".into(),
-                            pointer: loc.clone(),
-                            reason: format!("/{p}/ cannot be compiled to a DFA: {reason}"),
-                        },
-                        other => other,
-                    })?;
+                    let d = self.pattern_dfa(p, &loc)?;
                     let pl = Lang {
                         dfa: d,
                         min: 0,

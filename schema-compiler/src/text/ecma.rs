@@ -35,7 +35,9 @@
 //!
 //! Lookahead, lookbehind, backreferences (`\1`, `\k<name>`), legacy octal escapes (`\01`)
 //! and inline modifiers (`(?i:…)`) are reported as [`PatternError::Unsupported`]; nothing is
-//! ever dropped or approximated.
+//! ever dropped or approximated. Lookaheads right after a leading `^` (`^(?!X)R`) are still
+//! regular: [`split_leading_lookaheads`] splits such a pattern into parts whose languages the
+//! compiler intersects and subtracts.
 
 use regex_syntax::hir::{Class, ClassUnicode, ClassUnicodeRange, Hir, Look, Repetition};
 
@@ -131,6 +133,116 @@ fn print_hir(hir: &Hir, out: &mut String) {
             out.push(')');
         }
     }
+}
+
+/// A pattern that opens with lookaheads at its start anchor, split into parts without them.
+///
+/// `^(?!X)(?=Y)R` finds a match exactly in the strings that `^R` finds one in, that do not
+/// start with a match of `X`, and that start with a match of `Y`: each lookahead sits at
+/// position 0, the only place `^` matches. So its language is that of `^R` intersected with
+/// the patterns `^(?:Y)` and minus `^(?:X)`, which are all regular.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeadingLookaheads {
+    /// The pattern without its lookaheads (`^R`).
+    pub rest: String,
+    /// Each lookahead as a pattern anchored at the start (`^(?:X)`), with `true` when it is
+    /// negative (`(?!X)`).
+    pub lookaheads: Vec<(bool, String)>,
+}
+
+/// Splits `ecma` into [`LeadingLookaheads`] when it starts with `^` and one or more
+/// lookaheads, and the rest has no top-level alternative (in `^(?!a)b|c` the lookahead
+/// governs only `b`). `None` otherwise: the pattern is then taken as a whole.
+pub fn split_leading_lookaheads(ecma: &str) -> Option<LeadingLookaheads> {
+    let body = ecma.strip_prefix('^')?;
+    let mut rest = body;
+    let mut lookaheads = Vec::new();
+    while let Some(after) = rest
+        .strip_prefix("(?=")
+        .or_else(|| rest.strip_prefix("(?!"))
+    {
+        let negative = rest.as_bytes()[2] == b'!';
+        let end = group_end(after)?;
+        lookaheads.push((negative, format!("^(?:{})", &after[..end])));
+        rest = &after[end + 1..];
+    }
+    if lookaheads.is_empty() || has_top_level_alternative(rest) {
+        return None;
+    }
+    Some(LeadingLookaheads {
+        rest: format!("^{rest}"),
+        lookaheads,
+    })
+}
+
+/// Calls `visit(index, char, depth)` for each character of `s` outside escapes and classes,
+/// `depth` counting the groups open before it; stops early when `visit` returns `false`.
+/// Returns `false` when `s` ends inside an escape or a class.
+fn scan_structure(s: &str, mut visit: impl FnMut(usize, char, usize) -> bool) -> bool {
+    let mut depth = 0usize;
+    let mut chars = s.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' => {
+                if chars.next().is_none() {
+                    return false;
+                }
+            }
+            '[' => loop {
+                match chars.next() {
+                    None => return false,
+                    Some((_, '\\')) => {
+                        if chars.next().is_none() {
+                            return false;
+                        }
+                    }
+                    Some((_, ']')) => break,
+                    Some(_) => {}
+                }
+            },
+            _ => {
+                if c == ')' {
+                    depth = depth.saturating_sub(1);
+                }
+                if !visit(i, c, depth) {
+                    return true;
+                }
+                if c == '(' {
+                    depth += 1;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// The index of the `)` closing a group whose body starts `s`.
+fn group_end(s: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut end = None;
+    scan_structure(s, |i, c, _| {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => {
+                end = Some(i);
+                return false;
+            }
+            ')' => depth -= 1,
+            _ => {}
+        }
+        true
+    });
+    end
+}
+
+/// Whether `s` has a `|` outside every group.
+fn has_top_level_alternative(s: &str) -> bool {
+    let mut found = false;
+    let complete = scan_structure(s, |_, c, depth| {
+        found = c == '|' && depth == 0;
+        !found
+    });
+    found || !complete
 }
 
 /// Like [`pattern_language`], but returns the `regex-syntax` [`Hir`], ready for
@@ -994,6 +1106,40 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn leading_lookaheads_split_into_anchored_parts() {
+        let split = |p: &str| super::split_leading_lookaheads(p).map(|s| (s.rest, s.lookaheads));
+        assert_eq!(
+            split(r"^(?!@@)[\w@]+$"),
+            Some(("^[\\w@]+$".to_owned(), vec![(true, "^(?:@@)".to_owned())]))
+        );
+        assert_eq!(
+            split(r"^(?=.*\d)(?!a[)(])x"),
+            Some((
+                "^x".to_owned(),
+                vec![
+                    (false, "^(?:.*\\d)".to_owned()),
+                    (true, "^(?:a[)(])".to_owned())
+                ]
+            ))
+        );
+        assert_eq!(
+            split(r"^(?!(a|b)c)(x|y)"),
+            Some(("^(x|y)".to_owned(), vec![(true, "^(?:(a|b)c)".to_owned())]))
+        );
+        // Not at the start anchor, an alternative the lookahead does not govern, unclosed.
+        for p in [
+            r"a(?=b)",
+            r"(?!a)b",
+            r"^(?!a)b|c",
+            r"^(?!a",
+            r"^(?!a)[b",
+            r"^x(?!a)",
+        ] {
+            assert_eq!(split(p), None, "{p}");
+        }
+    }
+
     use super::*;
 
     fn full(p: &str) -> regex::Regex {
