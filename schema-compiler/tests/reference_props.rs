@@ -43,6 +43,10 @@ const PATTERNS: &[(&str, &[&str])] = &[
     ("^[0-9]+$", &["0", "12", "007"]),
     ("^[a-z]{1,3}$", &["a", "xyz"]),
     ("b|x", &["b", "x", "abx"]),
+    // Lookaheads at the start anchor: a difference and an intersection of languages.
+    ("^(?!ab)[a-c]*$", &["", "ba", "acb"]),
+    ("^(?=.*b)(?!c)", &["b", "ab", "abc"]),
+    ("^(?!a$).", &["ab", "b", "é"]),
 ];
 
 /// More strings: empty, long, non-ASCII, escapes.
