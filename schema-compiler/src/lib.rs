@@ -52,6 +52,27 @@
 //! Compiling builds DFAs (regex determinization and products), bounded by [`Limits`]. Each
 //! byte costs a few table lookups per applicable schema plus journal writes; popping a byte
 //! replays its journal entries.
+//!
+//! # Tables learnt at run time
+//!
+//! A [`Grammar`] is immutable in what it accepts, but some of its DFAs' per-state facts are
+//! computed on first use rather than at compile time, because most states are never asked
+//! about: which content levels a string state takes whatever they are, how many code points of
+//! them a bounded repetition still allows, and a byte on a shortest path to acceptance (in each
+//! [`dfa::Dfa`], and for object key DFAs in the object's spec). They stay inside the grammar,
+//! not in a cache the caller owns, because they are pure functions of the DFA: every session of
+//! the grammar, on any thread, would compute the same values, so they are computed at most once
+//! per grammar (in `OnceLock`ed tables of atomics; two threads racing store the same value).
+//! They are bounded by the DFA they describe: each table is allocated whole on its first use,
+//! 2 bytes per state for the levels, 4 bytes per state and level (7 levels) for the budgets and
+//! 2 bytes per state for the shortest path, so at most 32 bytes per state beside the 4 bytes
+//! per state and byte class of its transitions, and a grammar has at most
+//! [`Limits::max_total_dfa_states`] states.
+//!
+//! One cache is process-wide: [`dfa::cached_regex`] keeps the DFAs of the regexes it built
+//! (formats, common patterns, the property-name sets of objects), shared by every grammar that
+//! uses the same regex with the same limits. It holds at most 4,000,000 states in all and is
+//! emptied when a new DFA would take it past that; grammars keep the DFAs they hold (`Arc`).
 #![warn(missing_docs)]
 
 mod compile;
