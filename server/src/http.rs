@@ -52,6 +52,11 @@ fn fresh_u64() -> u64 {
     z ^ (z >> 31)
 }
 
+/// A fresh tool call id, `call_…`.
+pub(crate) fn call_id() -> String {
+    format!("call_{:016x}", fresh_u64())
+}
+
 /// The one log line of a request, written when it ends, or when it is dropped (the client
 /// went away).
 struct RequestLog {
@@ -348,8 +353,8 @@ async fn start(
                     include_usage,
                 });
             }
-            Some(Event::Started | Event::Delta(_)) => {}
             Some(Event::Done(r)) => return r.map(Started::Whole),
+            Some(_) => {}
             None => return Err(ApiError::internal("the model stopped before answering")),
         }
     }
@@ -359,8 +364,9 @@ fn data(v: &Value) -> Result<SseEvent, Infallible> {
     Ok(SseEvent::default().data(v.to_string()))
 }
 
-/// The server-sent events of a streaming response: a role chunk, content chunks, tool-call
-/// chunks, a finish chunk, the usage chunk if asked, then `data: [DONE]`. An error after the
+/// The server-sent events of a streaming response: a role chunk, content chunks or tool-call
+/// chunks (for each call its index, id and name, then fragments of its arguments), a finish
+/// chunk, the usage chunk if asked, then `data: [DONE]`. An error after the
 /// stream started is sent as `data: {"error": …}` (OpenAI's clients raise it).
 fn stream_response(
     env: Envelope,
@@ -390,8 +396,19 @@ fn stream_response(
                 Some(Event::Delta(text)) => {
                     yield data(&env.chunk(json!({"content": text}), None, include_usage));
                 }
+                Some(Event::CallStart { index, id, name }) => {
+                    let call = json!({"index": index, "id": id, "type": "function",
+                        "function": {"name": name, "arguments": ""}});
+                    yield data(&env.chunk(json!({"tool_calls": [call]}), None, include_usage));
+                }
+                Some(Event::CallArguments { index, fragment }) => {
+                    let call = json!({"index": index, "function": {"arguments": fragment}});
+                    yield data(&env.chunk(json!({"tool_calls": [call]}), None, include_usage));
+                }
                 Some(Event::Done(Ok(f))) => {
                     match &f.answer {
+                        // Sent as call events while generated.
+                        Answer::Calls(_) if f.text_streamed => {}
                         Answer::Calls(calls) => {
                             for (i, c) in calls.iter().enumerate() {
                                 yield data(&env.chunk(

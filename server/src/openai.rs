@@ -179,6 +179,19 @@ pub struct Plan {
     pub schema_in_prompt: SchemaInPrompt,
 }
 
+impl Plan {
+    /// Which kinds of reply the tool turn may give.
+    pub(crate) fn tool_choice_mode(&self) -> crate::tools::Mode {
+        use crate::tools::Mode;
+        match &self.tool_choice {
+            ToolChoice::None => Mode::Text,
+            ToolChoice::Auto if self.tools.is_empty() => Mode::Text,
+            ToolChoice::Auto => Mode::Either,
+            ToolChoice::Required | ToolChoice::Named(_) => Mode::Calls,
+        }
+    }
+}
+
 impl ChatRequest {
     /// Parses a request body; the error names the offending field. Anything but whitespace
     /// after the JSON value is an error.

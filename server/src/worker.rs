@@ -61,8 +61,16 @@ pub(crate) struct Work {
 pub(crate) enum Event {
     /// The prompt is rendered and the schema compiled: generation starts.
     Started,
-    /// Text (streaming requests without tools only).
+    /// Text (streaming requests only).
     Delta(String),
+    /// A tool call starts (streaming requests only).
+    CallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// A piece of a tool call's arguments, JSON text (streaming requests only).
+    CallArguments { index: usize, fragment: String },
     /// The end.
     Done(Result<Finished, ApiError>),
 }
@@ -76,7 +84,7 @@ pub(crate) struct Finished {
     pub timing: Timing,
     pub queue_ms: f64,
     pub schema_cache_hit: Option<bool>,
-    /// The text was sent as `Delta`s while it was generated (false for tool requests).
+    /// The answer was sent as `Delta`s (or call events) while it was generated.
     pub text_streamed: bool,
     /// Generation was cancelled (the client left or the request timed out).
     pub cancelled: bool,
@@ -307,15 +315,34 @@ pub(crate) fn shutting_down() -> ApiError {
 
 /// Holds back streamed text that may be the start of a stop string, so a stream never shows
 /// text the final answer cuts off.
-struct StopGuard<'a> {
+pub(crate) struct StopGuard<'a> {
     stop: &'a [String],
     text: String,
     sent: usize,
 }
 
-impl StopGuard<'_> {
+impl<'a> StopGuard<'a> {
+    /// A guard for these stop strings.
+    pub(crate) fn new(stop: &'a [String]) -> StopGuard<'a> {
+        StopGuard {
+            stop,
+            text: String::new(),
+            sent: 0,
+        }
+    }
+
+    /// How many bytes were sent.
+    pub(crate) fn sent(&self) -> usize {
+        self.sent
+    }
+
+    /// The text sent.
+    pub(crate) fn sent_text(&self) -> &str {
+        &self.text[..self.sent]
+    }
+
     /// Adds a piece; returns what can be sent now.
-    fn push(&mut self, piece: &str) -> Option<String> {
+    pub(crate) fn push(&mut self, piece: &str) -> Option<String> {
         self.text.push_str(piece);
         let mut safe = self.text.len();
         for s in self.stop {
@@ -377,11 +404,7 @@ fn process<M: Model>(
         schema_in_prompt: SchemaInPrompt::Off,
         options,
     };
-    let mut guard = StopGuard {
-        stop: &plan.options.stop,
-        text: String::new(),
-        sent: 0,
-    };
+    let mut guard = StopGuard::new(&plan.options.stop);
     let stream = plan.stream;
     let events = &work.events;
     let mut on_text = |piece: &str| {

@@ -288,29 +288,35 @@ class ClientTests:
         assert isinstance(second.choices[0].message.content, str), second
 
     def test_streamed_tool_call(self):
-        tools = [WEATHER]
+        tools = [WEATHER, CALCULATOR]
         stream = self.create(
             messages=user("Weather in Oslo?"),
             tools=tools,
-            tool_choice="required",
+            tool_choice={"type": "function", "function": {"name": "get_weather"}},
             max_tokens=100,
             stream=True,
         )
-        calls, finish = {}, None
+        calls, finish, fragments = {}, None, 0
         for chunk in stream:
             if not chunk.choices:
                 continue
             c = chunk.choices[0]
             for tc in c.delta.tool_calls or []:
-                entry = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-                entry["id"] = tc.id or entry["id"]
-                if tc.function and tc.function.name:
-                    entry["name"] += tc.function.name
+                if tc.index not in calls:
+                    # OpenAI's order: index, id and name first, then the arguments.
+                    assert tc.id and tc.function and tc.function.name, tc
+                    assert tc.index == len(calls), tc
+                    calls[tc.index] = {"id": tc.id, "name": tc.function.name, "arguments": ""}
+                else:
+                    assert not tc.id and not (tc.function and tc.function.name), tc
                 if tc.function and tc.function.arguments:
-                    entry["arguments"] += tc.function.arguments
-            finish = c.finish_reason or finish
+                    calls[tc.index]["arguments"] += tc.function.arguments
+                    fragments += 1
+            assert finish is None, "chunks after the finish chunk"
+            finish = c.finish_reason
         assert finish == "tool_calls", finish
-        assert calls and all(e["id"] and e["name"] == "get_weather" for e in calls.values()), calls
+        assert calls and all(e["name"] == "get_weather" for e in calls.values()), calls
+        assert fragments > len(calls), f"arguments in one piece per call: {calls}"
         for e in calls.values():
             validate(json.loads(e["arguments"]), WEATHER["function"]["parameters"])
 
