@@ -33,6 +33,9 @@ pub struct ChatRequest {
     /// `"auto"`, `"required"`, `"none"` or `{"type":"function","function":{"name":…}}`.
     #[serde(default)]
     pub tool_choice: Option<Value>,
+    /// `false`: at most one tool call per turn (default: any number).
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
     /// Sampling temperature in `[0, 2]` (default 1; 0 is greedy).
     #[serde(default)]
     pub temperature: Option<f32>,
@@ -169,6 +172,8 @@ pub struct Plan {
     pub with_tools: bool,
     /// `tool_choice` (`auto` when absent).
     pub tool_choice: ToolChoice,
+    /// Most tool calls in the turn (`parallel_tool_calls: false` is 1; `None`: no limit).
+    pub max_calls: Option<usize>,
     /// Generation options; `max_tokens` is later clamped to what the context has left.
     pub options: GenerateOptions,
     /// Stream server-sent events.
@@ -386,6 +391,7 @@ impl ChatRequest {
             tools,
             with_tools,
             tool_choice,
+            max_calls: (self.parallel_tool_calls == Some(false)).then_some(1),
             options,
             stream: self.stream.unwrap_or(false),
             include_usage: self

@@ -80,7 +80,7 @@ pub(crate) fn run<M: Model>(
         !events.is_closed()
     };
     let turn = TurnOptions {
-        max_calls: None,
+        max_calls: plan.max_calls,
         prefill: None,
     };
     let (reply, out) = generator

@@ -1,5 +1,5 @@
 //! What agent frameworks rely on, on a fake model: tool calls streamed in OpenAI's delta
-//! format.
+//! format and `parallel_tool_calls`.
 
 mod support;
 
@@ -146,5 +146,36 @@ async fn tool_calls_stream_as_deltas_while_generated() {
         chunks.last().unwrap()["choices"][0]["finish_reason"],
         "stop"
     );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_tool_calls_false_gives_one_call() {
+    let server = start(
+        config(),
+        Knobs {
+            script: r#"{"tool_calls":[{"name":"current_time","arguments":{}},{"name":"current_time","arguments":{}},{"name":"current_time","arguments":{}}]}"#.into(),
+            ..Knobs::default()
+        },
+    );
+    let r = server.router();
+    for (parallel, expect) in [(None, 3), (Some(true), 3), (Some(false), 1)] {
+        let mut body = json!({"messages": user("Time?"), "tools": [clock_tool()],
+            "tool_choice": "required", "max_tokens": 80, "temperature": 0});
+        if let Some(p) = parallel {
+            body["parallel_tool_calls"] = json!(p);
+        }
+        let v = call(&r, "POST", "/v1/chat/completions", Some(body.clone()))
+            .await
+            .json();
+        let calls = v["choices"][0]["message"]["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), expect, "{parallel:?}: {v}");
+        assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+        body["stream"] = json!(true);
+        let streamed = assemble(&sse_chunks(
+            &call(&r, "POST", "/v1/chat/completions", Some(body)).await,
+        ));
+        assert_eq!(streamed.len(), expect, "{parallel:?} streamed");
+    }
     server.stop().await;
 }

@@ -320,6 +320,25 @@ class ClientTests:
         for e in calls.values():
             validate(json.loads(e["arguments"]), WEATHER["function"]["parameters"])
 
+    def test_parallel_tool_calls_false(self):
+        tools = [WEATHER]
+        for stream in (False, True):
+            r = self.create(
+                messages=user("Weather in Oslo, in Paris and in Rome, in celsius? One call per city."),
+                tools=tools,
+                tool_choice="required",
+                parallel_tool_calls=False,
+                max_tokens=120,
+                stream=stream,
+            )
+            if stream:
+                indexes = {tc.index for ch in r if ch.choices for tc in ch.choices[0].delta.tool_calls or []}
+                assert indexes == {0}, indexes
+            else:
+                calls = r.choices[0].message.tool_calls
+                assert calls is not None and len(calls) == 1, calls
+                self.check_call(calls[0], tools)
+
     def test_invalid_schema_is_a_400(self):
         bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
         for stream in (False, True):
