@@ -14,7 +14,7 @@ use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
-use generate::{GenerateError, SCHEMA_PLACEHOLDER, SchemaInPrompt};
+use generate::{GenerateError, SCHEMA_PLACEHOLDER, SchemaInPrompt, TokenLogprob};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -168,7 +168,12 @@ pub(crate) async fn chat_completions(
         Ok(Started::Whole(finished)) => {
             log.ok(&finished);
             let env = state.envelope(id);
-            let body = env.completion(&finished.answer, finished.finish_reason, finished.usage);
+            let body = env.completion(
+                &finished.answer,
+                finished.finish_reason,
+                finished.usage,
+                finished.logprobs.as_deref(),
+            );
             Json(body).into_response()
         }
         Ok(Started::Stream {
@@ -381,6 +386,8 @@ fn stream_response(
             None,
             include_usage,
         ));
+        // Log probabilities of tokens whose text has not been sent yet.
+        let mut pending: Vec<TokenLogprob> = Vec::new();
         loop {
             let event = match tokio::time::timeout_at(timeout.deadline, events.recv()).await {
                 Ok(event) => event,
@@ -393,8 +400,10 @@ fn stream_response(
             };
             match event {
                 Some(Event::Started) => {}
+                Some(Event::Logprobs(entries)) => pending.extend(entries),
                 Some(Event::Delta(text)) => {
-                    yield data(&env.chunk(json!({"content": text}), None, include_usage));
+                    let lp = std::mem::take(&mut pending);
+                    yield data(&env.chunk_with(json!({"content": text}), None, include_usage, &lp));
                 }
                 Some(Event::CallStart { index, id, name }) => {
                     let call = json!({"index": index, "id": id, "type": "function",
@@ -424,7 +433,8 @@ fn stream_response(
                         }
                         Answer::Text(_) => {}
                     }
-                    yield data(&env.chunk(json!({}), Some(f.finish_reason), include_usage));
+                    let lp = std::mem::take(&mut pending);
+                    yield data(&env.chunk_with(json!({}), Some(f.finish_reason), include_usage, &lp));
                     if include_usage {
                         yield data(&env.usage_chunk(f.usage));
                     }

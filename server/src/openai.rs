@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use generate::tools::{Tool, ToolChoice};
-use generate::{GenerateOptions, Message, SchemaInPrompt};
+use generate::{GenerateOptions, MAX_TOP_LOGPROBS, Message, SchemaInPrompt, TokenLogprob};
 use sampler::SamplerConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -72,9 +72,13 @@ pub struct ChatRequest {
     /// Token id (as a string) to a bias in `[-100, 100]`.
     #[serde(default)]
     pub logit_bias: Option<HashMap<String, f32>>,
-    /// Not supported: `true` is a 400.
+    /// Return the log probability of each generated token (from the distribution after the
+    /// schema's mask).
     #[serde(default)]
     pub logprobs: Option<bool>,
+    /// With `logprobs`: also the likeliest tokens at each step, 0 to 20.
+    #[serde(default)]
+    pub top_logprobs: Option<u32>,
     /// Extension (as in vLLM and llama.cpp's server): keep the `top_k` best tokens.
     #[serde(default)]
     pub top_k: Option<u32>,
@@ -234,9 +238,21 @@ impl ChatRequest {
                     .param("n"),
             );
         }
-        if self.logprobs == Some(true) {
-            return Err(ApiError::invalid("logprobs are not supported").param("logprobs"));
-        }
+        let logprobs = match (self.logprobs.unwrap_or(false), self.top_logprobs) {
+            (_, Some(n)) if n as usize > MAX_TOP_LOGPROBS => {
+                return Err(ApiError::invalid(format!(
+                    "top_logprobs must be in [0, {MAX_TOP_LOGPROBS}] (got {n})"
+                ))
+                .param("top_logprobs"));
+            }
+            (false, Some(_)) => {
+                return Err(
+                    ApiError::invalid("top_logprobs needs `logprobs: true`").param("top_logprobs")
+                );
+            }
+            (true, n) => Some(n.unwrap_or(0) as usize),
+            (false, None) => None,
+        };
         if self.messages.is_empty() {
             return Err(ApiError::invalid("messages must not be empty").param("messages"));
         }
@@ -383,6 +399,7 @@ impl ChatRequest {
             sampler,
             seed,
             stop,
+            logprobs,
             ..GenerateOptions::default()
         };
         Ok(Plan {
@@ -487,6 +504,28 @@ impl CallOut {
     }
 }
 
+/// OpenAI's `logprobs` object: `{"content": [{"token", "logprob", "bytes", "top_logprobs":
+/// [{"token", "logprob", "bytes"}]}], "refusal": null}`. A token that is part of a UTF-8
+/// character shows as U+FFFD in `token`; `bytes` has its exact bytes.
+pub fn logprobs_json(entries: &[TokenLogprob]) -> Value {
+    let one = |bytes: &[u8], logprob: f32| {
+        json!({
+            "token": String::from_utf8_lossy(bytes),
+            "logprob": logprob,
+            "bytes": bytes,
+        })
+    };
+    let content: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let mut v = one(&e.bytes, e.logprob);
+            v["top_logprobs"] = e.top.iter().map(|(_, b, lp)| one(b, *lp)).collect();
+            v
+        })
+        .collect();
+    json!({"content": content, "refusal": null})
+}
+
 /// What the model answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
@@ -528,8 +567,14 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    /// A whole `chat.completion`.
-    pub fn completion(&self, answer: &Answer, finish_reason: &str, usage: Usage) -> Value {
+    /// A whole `chat.completion`; `logprobs` when they were asked for.
+    pub fn completion(
+        &self,
+        answer: &Answer,
+        finish_reason: &str,
+        usage: Usage,
+        logprobs: Option<&[TokenLogprob]>,
+    ) -> Value {
         let message = match answer {
             Answer::Text(t) => json!({"role": "assistant", "content": t, "refusal": null}),
             Answer::Calls(calls) => json!({
@@ -548,7 +593,7 @@ impl Envelope {
             "choices": [{
                 "index": 0,
                 "message": message,
-                "logprobs": null,
+                "logprobs": logprobs.map(logprobs_json),
                 "finish_reason": finish_reason,
             }],
             "usage": usage.to_json(),
@@ -558,6 +603,18 @@ impl Envelope {
     /// A `chat.completion.chunk` with one choice carrying `delta`; `usage: null` when the
     /// stream will end with a usage chunk.
     pub fn chunk(&self, delta: Value, finish_reason: Option<&str>, include_usage: bool) -> Value {
+        self.chunk_with(delta, finish_reason, include_usage, &[])
+    }
+
+    /// A chunk as [`Envelope::chunk`], with the log probabilities of the tokens it carries
+    /// (none: `logprobs: null`).
+    pub fn chunk_with(
+        &self,
+        delta: Value,
+        finish_reason: Option<&str>,
+        include_usage: bool,
+        logprobs: &[TokenLogprob],
+    ) -> Value {
         let mut v = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -567,7 +624,7 @@ impl Envelope {
             "choices": [{
                 "index": 0,
                 "delta": delta,
-                "logprobs": null,
+                "logprobs": (!logprobs.is_empty()).then(|| logprobs_json(logprobs)),
                 "finish_reason": finish_reason,
             }],
         });

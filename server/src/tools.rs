@@ -15,7 +15,7 @@ use generate::{GenerateError, Generator, Model};
 
 use crate::error::ApiError;
 use crate::openai::{Answer, CallOut};
-use crate::worker::{Event, Finished, Shared, StopGuard, Work, finish, fit_context};
+use crate::worker::{Event, Finished, Logprobs, Shared, StopGuard, Work, finish, fit_context};
 
 /// Runs a request that has tools.
 pub(crate) fn run<M: Model>(
@@ -23,6 +23,7 @@ pub(crate) fn run<M: Model>(
     work: &Work,
     shared: &Shared,
     queue_ms: f64,
+    sink: &Logprobs,
 ) -> Result<Finished, ApiError> {
     let plan = &work.plan;
     let err = |e: GenerateError| ApiError::from_generate(&e);
@@ -72,6 +73,7 @@ pub(crate) fn run<M: Model>(
         if !stream {
             return !events.is_closed();
         }
+        sink.drain(events);
         for d in reader.push(piece) {
             if !send(d, &mut guard, &mut sent_calls) {
                 return false;
@@ -93,7 +95,9 @@ pub(crate) fn run<M: Model>(
             &mut on_text,
         )
         .map_err(err)?;
-    match reply {
+    sink.drain(events);
+    let logprobs = sink.whole(&out);
+    let mut done = match reply {
         Reply::Calls(calls) => {
             let calls: Vec<CallOut> = calls
                 .into_iter()
@@ -114,7 +118,7 @@ pub(crate) fn run<M: Model>(
             // A call cut off by the budget is closed by the constraint: still a call.
             done.finish_reason = "tool_calls";
             done.text_streamed = stream;
-            Ok(done)
+            done
         }
         Reply::Text(text) => {
             if stream && text.len() > guard.sent() && text.starts_with(guard.sent_text()) {
@@ -122,9 +126,11 @@ pub(crate) fn run<M: Model>(
             }
             let mut done = finish(out, |_| Answer::Text(text), shared, queue_ms, None)?;
             done.text_streamed = stream && !guard.sent_text().is_empty();
-            Ok(done)
+            done
         }
-    }
+    };
+    done.logprobs = logprobs;
+    Ok(done)
 }
 
 /// A call as far as it was streamed.

@@ -1,5 +1,5 @@
 //! What agent frameworks rely on, on a fake model: tool calls streamed in OpenAI's delta
-//! format and `parallel_tool_calls`.
+//! format, `parallel_tool_calls` and log probabilities.
 
 mod support;
 
@@ -66,10 +66,9 @@ fn assemble(chunks: &[Value]) -> Vec<Assembled> {
 async fn tool_calls_stream_as_deltas_while_generated() {
     let server = start(
         config(),
-        Knobs {
-            script: r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}},{"name":"current_time","arguments":{}}]}"#.into(),
-            ..Knobs::default()
-        },
+        script(
+            r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}},{"name":"current_time","arguments":{}}]}"#,
+        ),
     );
     let r = server.router();
     let reply = call(
@@ -153,10 +152,9 @@ async fn tool_calls_stream_as_deltas_while_generated() {
 async fn parallel_tool_calls_false_gives_one_call() {
     let server = start(
         config(),
-        Knobs {
-            script: r#"{"tool_calls":[{"name":"current_time","arguments":{}},{"name":"current_time","arguments":{}},{"name":"current_time","arguments":{}}]}"#.into(),
-            ..Knobs::default()
-        },
+        script(
+            r#"{"tool_calls":[{"name":"current_time","arguments":{}},{"name":"current_time","arguments":{}},{"name":"current_time","arguments":{}}]}"#,
+        ),
     );
     let r = server.router();
     for (parallel, expect) in [(None, 3), (Some(true), 3), (Some(false), 1)] {
@@ -176,6 +174,106 @@ async fn parallel_tool_calls_false_gives_one_call() {
             &call(&r, "POST", "/v1/chat/completions", Some(body)).await,
         ));
         assert_eq!(streamed.len(), expect, "{parallel:?} streamed");
+    }
+    server.stop().await;
+}
+
+/// The text of a `logprobs.content` list, from each entry's bytes.
+fn logprob_text(content: &[Value], top: usize) -> String {
+    let mut bytes = Vec::new();
+    for e in content {
+        let lp = e["logprob"].as_f64().unwrap();
+        assert!(lp.is_finite() && lp <= 0.0, "{e}");
+        let b: Vec<u8> = serde_json::from_value(e["bytes"].clone()).unwrap();
+        assert_eq!(String::from_utf8_lossy(&b), e["token"].as_str().unwrap());
+        let alts = e["top_logprobs"].as_array().unwrap();
+        assert!(alts.len() <= top, "{e}");
+        for a in alts {
+            let lp = a["logprob"].as_f64().unwrap();
+            assert!(lp.is_finite() && lp <= 0.0, "{a}");
+            assert!(a["bytes"].is_array() && a["token"].is_string(), "{a}");
+        }
+        // At the number, every alternative is a token the schema allows there.
+        if b.first().is_some_and(u8::is_ascii_digit) {
+            assert_eq!(alts.len(), top, "{e}");
+            for a in alts {
+                let first = a["token"].as_str().unwrap().bytes().next().unwrap();
+                assert!(b"0123456789-,".contains(&first), "{a} is not allowed: {e}");
+            }
+        }
+        bytes.extend(b);
+    }
+    String::from_utf8(bytes).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logprobs_come_from_the_masked_distribution() {
+    let server = start(config(), script(r#"{"answer":42,"ok":true}"#));
+    let r = server.router();
+    let format = json!({"type": "json_schema", "json_schema": {"name": "n", "schema":
+        {"type": "object", "properties": {"answer": {"type": "integer"}, "ok": {"type": "boolean"}},
+         "required": ["answer", "ok"], "additionalProperties": false}}});
+    let body = json!({"messages": user("n?"), "response_format": format, "logprobs": true,
+        "top_logprobs": 5, "max_tokens": 40, "temperature": 0});
+    let v = call(&r, "POST", "/v1/chat/completions", Some(body.clone()))
+        .await
+        .json();
+    let choice = &v["choices"][0];
+    let content = choice["logprobs"]["content"].as_array().unwrap();
+    assert_eq!(
+        logprob_text(content, 5),
+        choice["message"]["content"].as_str().unwrap()
+    );
+    assert!(choice["logprobs"]["refusal"].is_null());
+    assert_eq!(
+        content.len(),
+        v["usage"]["completion_tokens"].as_u64().unwrap() as usize
+    );
+
+    // Streamed: each content chunk carries its tokens' log probabilities.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let chunks = sse_chunks(&call(&r, "POST", "/v1/chat/completions", Some(streamed)).await);
+    let mut text = String::new();
+    let mut entries = Vec::new();
+    for c in &chunks {
+        let choice = &c["choices"][0];
+        text.push_str(choice["delta"]["content"].as_str().unwrap_or(""));
+        if let Some(list) = choice["logprobs"]["content"].as_array() {
+            entries.extend(list.iter().cloned());
+        }
+    }
+    assert_eq!(text, r#"{"answer":42,"ok":true}"#);
+    assert_eq!(logprob_text(&entries, 5), text);
+
+    // Without them: null. Bad values: 400s.
+    let v = call(
+        &r,
+        "POST",
+        "/v1/chat/completions",
+        Some(json!({"messages": user("hi"), "max_tokens": 5})),
+    )
+    .await
+    .json();
+    assert!(v["choices"][0]["logprobs"].is_null(), "{v}");
+    for (body, param) in [
+        (
+            json!({"messages": user("hi"), "logprobs": true, "top_logprobs": 21}),
+            "top_logprobs",
+        ),
+        (
+            json!({"messages": user("hi"), "top_logprobs": 2}),
+            "top_logprobs",
+        ),
+        (
+            json!({"messages": user("hi"), "logprobs": "yes"}),
+            "logprobs",
+        ),
+    ] {
+        let e = call(&r, "POST", "/v1/chat/completions", Some(body))
+            .await
+            .error(400);
+        assert_eq!(e["param"], param, "{e}");
     }
     server.stop().await;
 }

@@ -14,6 +14,7 @@ installed, a small hand check otherwise).
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 import traceback
@@ -338,6 +339,36 @@ class ClientTests:
                 calls = r.choices[0].message.tool_calls
                 assert calls is not None and len(calls) == 1, calls
                 self.check_call(calls[0], tools)
+
+    def test_logprobs(self):
+        def check(entries, text):
+            assert entries, "no logprobs"
+            assert "".join(e.token for e in entries) == text or bytes(
+                b for e in entries for b in e.bytes
+            ).decode() == text, (entries, text)
+            for e in entries:
+                assert math.isfinite(e.logprob) and e.logprob <= 0, e
+                assert len(e.top_logprobs) <= 3, e
+                for a in e.top_logprobs:
+                    assert math.isfinite(a.logprob) and a.logprob <= 0, a
+                    assert isinstance(a.token, str) and isinstance(a.bytes, list), a
+
+        kw = dict(
+            messages=user("Give a JSON object with a key 'colour' for the sky."),
+            response_format={"type": "json_object"},
+            logprobs=True,
+            top_logprobs=3,
+            max_tokens=20,
+        )
+        r = self.create(**kw)
+        check(r.choices[0].logprobs.content, r.choices[0].message.content)
+        entries, text = [], ""
+        for chunk in self.create(stream=True, **kw):
+            if chunk.choices:
+                text += chunk.choices[0].delta.content or ""
+                if chunk.choices[0].logprobs and chunk.choices[0].logprobs.content:
+                    entries += chunk.choices[0].logprobs.content
+        check(entries, text)
 
     def test_invalid_schema_is_a_400(self):
         bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}

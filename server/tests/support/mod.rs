@@ -443,3 +443,11 @@ pub fn clock_tool() -> Value {
     serde_json::json!({"type": "function", "function": {"name": "current_time",
         "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
 }
+
+/// Knobs for a model that writes `script`.
+pub fn script(script: &str) -> Knobs {
+    Knobs {
+        script: script.into(),
+        ..Knobs::default()
+    }
+}
