@@ -1,5 +1,5 @@
 //! What agent frameworks rely on, on a fake model: tool calls streamed in OpenAI's delta
-//! format, `parallel_tool_calls` and log probabilities.
+//! format, `parallel_tool_calls`, log probabilities and the Responses API.
 
 mod support;
 
@@ -274,6 +274,272 @@ async fn logprobs_come_from_the_masked_distribution() {
             .await
             .error(400);
         assert_eq!(e["param"], param, "{e}");
+    }
+    server.stop().await;
+}
+
+/// The `(event, data)` pairs of a Responses API stream, checking that each event's name is
+/// its `type` and that `sequence_number` counts from 0.
+fn typed_events(reply: &Reply) -> Vec<(String, Value)> {
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert!(reply.content_type.starts_with("text/event-stream"));
+    let mut out = Vec::new();
+    for block in reply.text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        let mut name = None;
+        let mut data = None;
+        for line in block.lines() {
+            if let Some(n) = line.strip_prefix("event: ") {
+                name = Some(n.to_string());
+            } else if let Some(d) = line.strip_prefix("data: ") {
+                data = Some(serde_json::from_str::<Value>(d).unwrap());
+            }
+        }
+        let (name, data) = (name.expect("an event name"), data.expect("data"));
+        assert_eq!(data["type"], name.as_str(), "{data}");
+        assert_eq!(data["sequence_number"], out.len(), "{data}");
+        out.push((name, data));
+    }
+    out
+}
+
+fn flat_weather_tool() -> Value {
+    json!({"type": "function", "name": "get_weather", "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+            "required": ["city"], "additionalProperties": false}, "strict": true})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_api_text_format_and_stream() {
+    let server = start(config(), script(r#"{"answer":42,"ok":true}"#));
+    let r = server.router();
+    let schema = json!({"type": "object", "properties": {"answer": {"type": "integer"},
+        "ok": {"type": "boolean"}}, "required": ["answer", "ok"], "additionalProperties": false});
+    let body = json!({"model": "any", "instructions": "Answer in JSON.",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "n?"}]}],
+        "text": {"format": {"type": "json_schema", "name": "n", "schema": schema, "strict": true}},
+        "max_output_tokens": 40, "temperature": 0});
+    let v = call(&r, "POST", "/v1/responses", Some(body.clone()))
+        .await
+        .json();
+    assert_eq!(v["object"], "response", "{v}");
+    assert!(v["id"].as_str().unwrap().starts_with("resp_"));
+    assert_eq!(v["status"], "completed");
+    assert_eq!(v["model"], "fake");
+    assert!(v["created_at"].is_u64());
+    let output = v["output"].as_array().unwrap();
+    assert_eq!(output.len(), 1);
+    assert_eq!(output[0]["type"], "message");
+    assert_eq!(output[0]["role"], "assistant");
+    assert_eq!(output[0]["content"][0]["type"], "output_text");
+    let text = output[0]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"answer": 42, "ok": true})
+    );
+    let u = &v["usage"];
+    assert!(u["input_tokens"].as_u64().unwrap() > 0);
+    assert!(u["output_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(
+        u["total_tokens"].as_u64().unwrap(),
+        u["input_tokens"].as_u64().unwrap() + u["output_tokens"].as_u64().unwrap()
+    );
+
+    // Streamed: the typed events in order, the deltas add up to the text.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let events = typed_events(&call(&r, "POST", "/v1/responses", Some(streamed)).await);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    let deltas = names
+        .iter()
+        .filter(|n| **n == "response.output_text.delta")
+        .count();
+    assert!(deltas >= 2, "{names:?}");
+    let mut expected = vec![
+        "response.created",
+        "response.in_progress",
+        "response.output_item.added",
+        "response.content_part.added",
+    ];
+    expected.extend(std::iter::repeat_n("response.output_text.delta", deltas));
+    expected.extend([
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ]);
+    assert_eq!(names, expected);
+    let joined: String = events
+        .iter()
+        .filter(|(n, _)| n == "response.output_text.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(joined, r#"{"answer":42,"ok":true}"#);
+    assert_eq!(events[0].1["response"]["status"], "in_progress");
+    let done = &events.last().unwrap().1["response"];
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["output"][0]["content"][0]["text"], joined.as_str());
+    assert!(done["usage"]["output_tokens"].as_u64().unwrap() > 0);
+
+    // json_object, and plain text from a string input.
+    let v = call(
+        &r,
+        "POST",
+        "/v1/responses",
+        Some(
+            json!({"input": "n?", "text": {"format": {"type": "json_object"}},
+            "max_output_tokens": 40}),
+        ),
+    )
+    .await
+    .json();
+    let text = v["output"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(serde_json::from_str::<Value>(text).unwrap().is_object());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_api_function_calls_and_round_trips() {
+    let server = start(
+        config(),
+        script(r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}}]}"#),
+    );
+    let r = server.router();
+    let body = json!({"input": "Weather in Paris?", "tools": [flat_weather_tool()],
+        "tool_choice": "required", "max_output_tokens": 60, "temperature": 0});
+    let v = call(&r, "POST", "/v1/responses", Some(body.clone()))
+        .await
+        .json();
+    let item = &v["output"][0];
+    assert_eq!(item["type"], "function_call", "{v}");
+    assert_eq!(item["name"], "get_weather");
+    assert!(item["call_id"].as_str().unwrap().starts_with("call_"));
+    assert_eq!(
+        serde_json::from_str::<Value>(item["arguments"].as_str().unwrap()).unwrap(),
+        json!({"city": "Paris"})
+    );
+    assert_eq!(v["status"], "completed");
+
+    // A named choice in the Responses shape, streamed.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    streamed["tool_choice"] = json!({"type": "function", "name": "get_weather"});
+    let events = typed_events(&call(&r, "POST", "/v1/responses", Some(streamed)).await);
+    let added = events
+        .iter()
+        .find(|(n, _)| n == "response.output_item.added")
+        .unwrap();
+    assert_eq!(added.1["item"]["type"], "function_call");
+    assert_eq!(added.1["item"]["name"], "get_weather");
+    let args: String = events
+        .iter()
+        .filter(|(n, _)| n == "response.function_call_arguments.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    let done = events
+        .iter()
+        .find(|(n, _)| n == "response.function_call_arguments.done")
+        .unwrap();
+    assert_eq!(done.1["arguments"], args.as_str());
+    assert_eq!(
+        serde_json::from_str::<Value>(&args).unwrap(),
+        json!({"city": "Paris"})
+    );
+    let (last, completed) = events.last().unwrap();
+    assert_eq!(last, "response.completed");
+    assert_eq!(
+        completed["response"]["output"][0]["arguments"],
+        args.as_str()
+    );
+    assert_eq!(
+        completed["response"]["output"][0]["call_id"],
+        added.1["item"]["call_id"]
+    );
+    server.stop().await;
+
+    // The round trip: the call and its output go back as input items.
+    let server = start(config(), Knobs::default());
+    let r = server.router();
+    let v = call(
+        &r,
+        "POST",
+        "/v1/responses",
+        Some(json!({"input": [
+            {"role": "user", "content": "Weather in Paris?"},
+            {"type": "function_call", "call_id": "call_1", "name": "get_weather",
+             "arguments": "{\"city\":\"Paris\"}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "sunny"}],
+            "tools": [flat_weather_tool()], "tool_choice": "none", "max_output_tokens": 20})),
+    )
+    .await
+    .json();
+    assert_eq!(v["output"][0]["content"][0]["text"], "Hello world", "{v}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_api_refusals_and_guards() {
+    let server = start(
+        server::ServerConfig {
+            api_key: Some("k".into()),
+            max_tokens: 100,
+            ..config()
+        },
+        Knobs::default(),
+    );
+    let r = server.router();
+    let post = |body: Value, key: Option<&str>, ct: &str| {
+        let mut req = axum::http::Request::builder()
+            .method("POST")
+            .uri("/v1/responses")
+            .header("content-type", ct);
+        if let Some(k) = key {
+            req = req.header("authorization", format!("Bearer {k}"));
+        }
+        req.body(axum::body::Body::from(body.to_string())).unwrap()
+    };
+    let ok = json!({"input": "hi", "max_output_tokens": 5});
+    // The route is behind the same checks as chat completions.
+    send(&r, post(ok.clone(), None, "application/json"))
+        .await
+        .error(401);
+    send(&r, post(ok.clone(), Some("k"), "text/plain"))
+        .await
+        .error(415);
+    let reply = send(&r, post(ok.clone(), Some("k"), "application/json")).await;
+    assert_eq!(reply.json()["status"], "completed", "{}", reply.text);
+    for (body, param) in [
+        (
+            json!({"input": "hi", "previous_response_id": "resp_1"}),
+            "previous_response_id",
+        ),
+        (
+            json!({"input": "hi", "max_output_tokens": 101}),
+            "max_output_tokens",
+        ),
+        (
+            json!({"input": "hi", "tools": [{"type": "web_search"}]}),
+            "tools",
+        ),
+        (
+            json!({"input": "hi", "text": {"format": {"type": "yaml"}}}),
+            "text.format",
+        ),
+        (
+            json!({"input": [{"type": "reasoning", "summary": []}]}),
+            "input",
+        ),
+        (json!({"input": 3}), "input"),
+        (json!({}), "input"),
+        (
+            json!({"input": "hi", "tool_choice": {"type": "function", "name": "nope"},
+                "tools": [flat_weather_tool()]}),
+            "tool_choice",
+        ),
+    ] {
+        let e = send(&r, post(body.clone(), Some("k"), "application/json"))
+            .await
+            .error(400);
+        assert_eq!(e["param"], param, "{body}: {e}");
     }
     server.stop().await;
 }

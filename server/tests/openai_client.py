@@ -370,6 +370,87 @@ class ClientTests:
                     entries += chunk.choices[0].logprobs.content
         check(entries, text)
 
+    def respond(self, **kw):
+        kw.setdefault("model", self.model)
+        kw.setdefault("temperature", 0)
+        return self.client.responses.create(**kw)
+
+    def test_responses_text_format(self):
+        fmt = {"type": "json_schema", "name": "person", "schema": PERSON, "strict": True}
+        r = self.respond(
+            instructions="Answer in JSON.",
+            input="Describe Ada Lovelace, 36 years old, from London.",
+            text={"format": fmt},
+            max_output_tokens=120,
+        )
+        assert r.object == "response" and r.status == "completed", r
+        validate(json.loads(r.output_text), PERSON)
+        assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0, r.usage
+        assert r.usage.total_tokens == r.usage.input_tokens + r.usage.output_tokens
+
+        types, text, completed = [], "", None
+        stream = self.respond(
+            input=[{"role": "user", "content": [{"type": "input_text", "text": "Describe Alan Turing, 41, from Manchester."}]}],
+            text={"format": fmt},
+            max_output_tokens=120,
+            stream=True,
+        )
+        for event in stream:
+            assert event.sequence_number == len(types), event
+            types.append(event.type)
+            if event.type == "response.output_text.delta":
+                text += event.delta
+            elif event.type == "response.completed":
+                completed = event.response
+        assert types[:2] == ["response.created", "response.in_progress"], types
+        assert types[-1] == "response.completed", types
+        assert types.count("response.output_text.delta") > 1, types
+        validate(json.loads(text), PERSON)
+        assert completed.output_text == text, completed
+
+        r = self.respond(input="Give a JSON object with a key 'colour' for the sky.",
+                         text={"format": {"type": "json_object"}}, max_output_tokens=40)
+        assert isinstance(json.loads(r.output_text), dict), r.output_text
+
+    def test_responses_tools(self):
+        params = WEATHER["function"]["parameters"]
+        tools = [{"type": "function", "name": "get_weather", "description": "Current weather in a city",
+                  "parameters": params, "strict": False}]
+        r = self.respond(input="What is the weather in Paris?", tools=tools, tool_choice="required",
+                         max_output_tokens=100)
+        calls = [o for o in r.output if o.type == "function_call"]
+        assert calls and all(c.name == "get_weather" and c.call_id for c in calls), r.output
+        validate(json.loads(calls[0].arguments), params)
+
+        args, done = "", None
+        for event in self.respond(input="Weather in Oslo?", tools=tools, tool_choice="required",
+                                  parallel_tool_calls=False, max_output_tokens=100, stream=True):
+            if event.type == "response.function_call_arguments.delta":
+                args += event.delta
+            elif event.type == "response.function_call_arguments.done":
+                done = event.arguments
+        assert done == args, (done, args)
+        validate(json.loads(args), params)
+
+        first = calls[0]
+        r2 = self.respond(
+            input=[
+                {"role": "user", "content": "What is the weather in Paris?"},
+                {"type": "function_call", "call_id": first.call_id, "name": first.name, "arguments": first.arguments},
+                {"type": "function_call_output", "call_id": first.call_id, "output": "sunny, 21 C"},
+            ],
+            tools=tools,
+            tool_choice="none",
+            max_output_tokens=30,
+        )
+        assert isinstance(r2.output_text, str) and r2.output[0].type == "message", r2.output
+        try:
+            self.respond(input="x", previous_response_id=r2.id)
+        except openai.BadRequestError as e:
+            assert e.param == "previous_response_id", e.body
+        else:
+            raise AssertionError("previous_response_id was accepted")
+
     def test_invalid_schema_is_a_400(self):
         bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
         for stream in (False, True):
