@@ -269,7 +269,7 @@ fn errors_are_specific() {
     }
     let turn = TurnOptions {
         max_calls: Some(0),
-        prefill: None,
+        ..TurnOptions::default()
     };
     assert!(matches!(
         g.generate_tool_turn(
@@ -307,7 +307,7 @@ fn parallel_calls_and_their_limit() {
 
     let turn = TurnOptions {
         max_calls: Some(1),
-        prefill: None,
+        ..TurnOptions::default()
     };
     let (reply, out) = g
         .generate_tool_turn(
@@ -640,5 +640,46 @@ fn request_plain() -> generate::Request {
     generate::Request {
         options: options(),
         ..generate::Request::chat(vec![Message::new("user", "n?")])
+    }
+}
+
+/// With a text schema, an `auto` turn is a call or a JSON document of that schema, though
+/// both start with `{` in the JSON envelope; `none` gives the document.
+#[test]
+fn a_text_schema_next_to_the_calls() {
+    let tok = tokenizer();
+    let tools = [weather()];
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"], "additionalProperties": false});
+    let turn = TurnOptions {
+        text_schema: Some(schema),
+        ..TurnOptions::default()
+    };
+    let msgs = vec![Message::new("user", "Weather in Paris?")];
+    let call =
+        r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris","unit":"celsius"}}]}"#;
+    let mut g = generator(&tok, &[r#"{"city":"Paris"}"#, call, "plain words"]);
+    let mut turn_for = |choice: ToolChoice| {
+        g.generate_tool_turn(msgs.clone(), &tools, &choice, &turn, options(), &mut |_| {
+            true
+        })
+        .unwrap()
+        .0
+    };
+    assert_eq!(
+        turn_for(ToolChoice::Auto),
+        Reply::Text(r#"{"city":"Paris"}"#.into())
+    );
+    match turn_for(ToolChoice::Auto) {
+        Reply::Calls(calls) => assert_eq!(calls[0].arguments["city"], "Paris"),
+        other => panic!("{other:?}"),
+    }
+    // A model that wants plain words still answers in the schema.
+    match turn_for(ToolChoice::None) {
+        Reply::Text(t) => {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            assert!(v["city"].is_string(), "{t}");
+        }
+        other => panic!("{other:?}"),
     }
 }

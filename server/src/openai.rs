@@ -383,12 +383,6 @@ impl ChatRequest {
             || messages
                 .iter()
                 .any(|m| m.role == "tool" || m.tool_calls.is_some());
-        if with_tools && schema.is_some() {
-            return Err(ApiError::invalid(
-                "response_format json_schema/json_object cannot be combined with tools or tool messages",
-            )
-            .param("response_format"));
-        }
 
         let seed = match self.seed {
             Some(s) => s as u64,

@@ -10,6 +10,7 @@
 
 use std::sync::atomic::Ordering;
 
+use generate::template::inject_schema;
 use generate::tools::{Reply, ToolFormat, TurnOptions};
 use generate::{GenerateError, Generator, Model};
 
@@ -28,11 +29,17 @@ pub(crate) fn run<M: Model>(
     let plan = &work.plan;
     let err = |e: GenerateError| ApiError::from_generate(&e);
     let (tools, choice) = (&plan.tools, &plan.tool_choice);
+    // A response format with tools: calls follow their tools' schemas, a text answer this
+    // schema, which goes into the prompt as it does without tools.
+    let mut messages = plan.messages.clone();
+    if let Some(schema) = &plan.schema {
+        inject_schema(&mut messages, schema, &plan.schema_in_prompt);
+    }
     // Errors in the tools (a bad name, a schema that does not compile, an unknown named
     // tool) come out here, before anything is streamed.
     generator.check_tools(tools).map_err(err)?;
     let n_prompt = generator
-        .tool_prompt(&plan.messages, tools, choice)
+        .tool_prompt(&messages, tools, choice)
         .map_err(err)?
         .len();
     let options = fit_context(generator, &plan.options, n_prompt)?;
@@ -40,7 +47,11 @@ pub(crate) fn run<M: Model>(
 
     let events = &work.events;
     let stream = plan.stream;
-    let mut reader = TurnReader::new(generator.tool_format(), plan.tool_choice_mode());
+    let mut reader = TurnReader::new(
+        generator.tool_format(),
+        plan.tool_choice_mode(),
+        plan.schema.is_some(),
+    );
     let mut guard = StopGuard::new(&plan.options.stop);
     let mut sent_calls: Vec<SentCall> = Vec::new();
     let send = |d: TurnDelta, guard: &mut StopGuard, sent: &mut Vec<SentCall>| -> bool {
@@ -84,16 +95,10 @@ pub(crate) fn run<M: Model>(
     let turn = TurnOptions {
         max_calls: plan.max_calls,
         prefill: None,
+        text_schema: plan.schema.clone(),
     };
     let (reply, out) = generator
-        .generate_tool_turn(
-            plan.messages.clone(),
-            tools,
-            choice,
-            &turn,
-            options,
-            &mut on_text,
-        )
+        .generate_tool_turn(messages, tools, choice, &turn, options, &mut on_text)
         .map_err(err)?;
     sink.drain(events);
     let logprobs = sink.whole(&out);
@@ -235,9 +240,14 @@ pub(crate) struct TurnReader {
 }
 
 impl TurnReader {
-    pub(crate) fn new(format: ToolFormat, mode: Mode) -> TurnReader {
+    /// A reader for a turn in `format`; `json_answer`: a text answer is a JSON document (a
+    /// response format with tools), told from the envelope's calls by its first key.
+    pub(crate) fn new(format: ToolFormat, mode: Mode, json_answer: bool) -> TurnReader {
         TurnReader {
-            opening: format.opening(),
+            opening: match format {
+                ToolFormat::JsonEnvelope if json_answer => "{\"tool_calls\"",
+                _ => format.opening(),
+            },
             args_key: format.arguments_key(),
             call_depth: match format {
                 ToolFormat::JsonEnvelope => 3,
@@ -414,7 +424,18 @@ mod tests {
         text: &str,
         n: usize,
     ) -> (Vec<(String, String)>, String) {
-        let mut r = TurnReader::new(format, mode);
+        read_as(format, mode, false, text, n)
+    }
+
+    /// As [`read`]; `json`: a text answer is JSON.
+    fn read_as(
+        format: ToolFormat,
+        mode: Mode,
+        json: bool,
+        text: &str,
+        n: usize,
+    ) -> (Vec<(String, String)>, String) {
+        let mut r = TurnReader::new(format, mode, json);
         let mut calls: Vec<(String, String)> = Vec::new();
         let mut answer = String::new();
         let chars: Vec<char> = text.chars().collect();
@@ -484,5 +505,19 @@ mod tests {
         assert_eq!(answer, "<to say {\"a\"}");
         let (_, answer) = read(ToolFormat::JsonEnvelope, Mode::Text, "{not a call}", 3);
         assert_eq!(answer, "{not a call}");
+        // A JSON answer next to the envelope's calls: the first key tells.
+        let (calls, answer) = read_as(
+            ToolFormat::JsonEnvelope,
+            Mode::Either,
+            true,
+            r#"{"tool":1}"#,
+            1,
+        );
+        assert!(calls.is_empty());
+        assert_eq!(answer, r#"{"tool":1}"#);
+        let call = r#"{"tool_calls":[{"name":"f","arguments":{}}]}"#;
+        let (calls, answer) = read_as(ToolFormat::JsonEnvelope, Mode::Either, true, call, 1);
+        assert_eq!(calls, vec![("f".to_string(), "{}".to_string())]);
+        assert!(answer.is_empty());
     }
 }

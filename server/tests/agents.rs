@@ -1,5 +1,6 @@
 //! What agent frameworks rely on, on a fake model: tool calls streamed in OpenAI's delta
-//! format, `parallel_tool_calls`, log probabilities and the Responses API.
+//! format, `parallel_tool_calls`, log probabilities, the Responses API, and a response format
+//! together with tools.
 
 mod support;
 
@@ -542,4 +543,96 @@ async fn responses_api_refusals_and_guards() {
         assert_eq!(e["param"], param, "{body}: {e}");
     }
     server.stop().await;
+}
+
+/// Checks the `{"answer": integer, "ok": boolean}` answer of [`answer_format`].
+fn check_answer(text: &str) {
+    let v: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+    let obj = v.as_object().unwrap();
+    assert_eq!(obj.len(), 2, "{v}");
+    // An integer (`-0` is one, though serde_json reads it as a float).
+    let answer = v["answer"].as_f64().unwrap_or(0.5);
+    assert!(answer.fract() == 0.0 && v["ok"].is_boolean(), "{v}");
+}
+
+fn answer_format() -> Value {
+    json!({"type": "json_schema", "json_schema": {"name": "a", "strict": true, "schema":
+        {"type": "object", "properties": {"answer": {"type": "integer"}, "ok": {"type": "boolean"}},
+         "required": ["answer", "ok"], "additionalProperties": false}}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_format_together_with_tools() {
+    let call_script = r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris"}}]}"#;
+    for (script, expect_call) in [
+        (r#"{"answer":42,"ok":true}"#, false),
+        (call_script, true),
+        // A model that wants neither: whatever it writes follows the format or is a call.
+        ("Hello world", false),
+    ] {
+        let server = start(config(), self::script(script));
+        let r = server.router();
+        for choice in ["auto", "none"] {
+            let body = json!({"messages": user("Weather?"), "tools": [weather_tool()],
+                "tool_choice": choice, "response_format": answer_format(),
+                "max_tokens": 40, "temperature": 0});
+            let v = call(&r, "POST", "/v1/chat/completions", Some(body.clone()))
+                .await
+                .json();
+            let choice_v = &v["choices"][0];
+            let calls = choice_v["message"]["tool_calls"].as_array();
+            if expect_call && choice == "auto" {
+                let calls = calls.unwrap_or_else(|| panic!("no call: {v}"));
+                assert_eq!(calls[0]["function"]["name"], "get_weather");
+                assert_eq!(
+                    serde_json::from_str::<Value>(
+                        calls[0]["function"]["arguments"].as_str().unwrap()
+                    )
+                    .unwrap(),
+                    json!({"city": "Paris"})
+                );
+                assert_eq!(choice_v["finish_reason"], "tool_calls");
+            } else {
+                assert!(calls.is_none(), "{script} {choice}: {v}");
+                check_answer(choice_v["message"]["content"].as_str().unwrap());
+            }
+            if script.starts_with(r#"{"answer""#) {
+                assert_eq!(
+                    choice_v["message"]["content"], script,
+                    "the model's own answer"
+                );
+                // Streamed as it is generated, although a call could start the same way.
+                let mut streamed = body.clone();
+                streamed["stream"] = json!(true);
+                let chunks =
+                    sse_chunks(&call(&r, "POST", "/v1/chat/completions", Some(streamed)).await);
+                let pieces: Vec<&str> = chunks
+                    .iter()
+                    .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+                    .filter(|t| !t.is_empty())
+                    .collect();
+                assert_eq!(pieces.concat(), script);
+                assert!(pieces.len() >= 2, "{pieces:?}");
+            }
+        }
+        // The Responses API: text.format with tools.
+        let v = call(
+            &r,
+            "POST",
+            "/v1/responses",
+            Some(json!({"input": "Weather?", "tools": [flat_weather_tool()],
+                "text": {"format": {"type": "json_schema", "name": "a",
+                    "schema": answer_format()["json_schema"]["schema"]}},
+                "max_output_tokens": 40, "temperature": 0})),
+        )
+        .await
+        .json();
+        let item = &v["output"][0];
+        if expect_call {
+            assert_eq!(item["type"], "function_call", "{v}");
+        } else {
+            check_answer(item["content"][0]["text"].as_str().unwrap());
+        }
+        server.stop().await;
+    }
 }

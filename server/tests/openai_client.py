@@ -451,6 +451,24 @@ class ClientTests:
         else:
             raise AssertionError("previous_response_id was accepted")
 
+    def test_response_format_with_tools(self):
+        fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}}
+        for choice in ("auto", "none"):
+            r = self.create(
+                messages=user("Describe Ada Lovelace, 36 years old, from London."),
+                tools=[WEATHER],
+                tool_choice=choice,
+                response_format=fmt,
+                max_tokens=120,
+            )
+            message = r.choices[0].message
+            if message.tool_calls:
+                assert choice == "auto", message
+                for call in message.tool_calls:
+                    self.check_call(call, [WEATHER])
+            else:
+                validate(json.loads(message.content), PERSON)
+
     def test_invalid_schema_is_a_400(self):
         bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
         for stream in (False, True):
