@@ -130,7 +130,8 @@ pub(crate) fn run<M: Model>(
                 let _ = events.send(Event::Delta(text[guard.sent()..].to_string()));
             }
             let mut done = finish(out, |_| Answer::Text(text), shared, queue_ms, None)?;
-            done.text_streamed = stream && !guard.sent_text().is_empty();
+            // Whatever was held back went out above.
+            done.text_streamed = stream;
             done
         }
     };

@@ -123,14 +123,13 @@ async fn tool_calls_stream_as_deltas_while_generated() {
 
     // A text answer with tools streams as content.
     let server = start(config(), Knobs::default());
+    let hello = json!({"messages": user("Say hello"), "tools": [weather_tool()],
+        "stream": true, "max_tokens": 40, "temperature": 0});
     let reply = call(
         &server.router(),
         "POST",
         "/v1/chat/completions",
-        Some(
-            json!({"messages": user("Say hello"), "tools": [weather_tool()],
-            "stream": true, "max_tokens": 40, "temperature": 0}),
-        ),
+        Some(hello.clone()),
     )
     .await;
     let chunks = sse_chunks(&reply);
@@ -146,6 +145,15 @@ async fn tool_calls_stream_as_deltas_while_generated() {
         chunks.last().unwrap()["choices"][0]["finish_reason"],
         "stop"
     );
+    // Text held back until the end (it might start the stop string) is sent once.
+    let mut held = hello;
+    held["stop"] = json!("Hello world!");
+    let reply = call(&server.router(), "POST", "/v1/chat/completions", Some(held)).await;
+    let text: String = sse_chunks(&reply)
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+        .collect();
+    assert_eq!(text, "Hello world");
     server.stop().await;
 }
 
