@@ -4,9 +4,10 @@
     python3 server/tests/openai_client.py --base-url http://127.0.0.1:8000/v1
     python3 server/tests/openai_client.py --base-url ... --load --pid <server pid>
 
-The first form runs the client tests (structured output, streaming, tool calls, errors); the
-second sends 50 concurrent requests and checks that each completes or gets a clean 503, that
-the server stays healthy and that its memory stays flat. Ends with `N passed, N failed` and
+The first form runs the client tests (structured output, streaming, tool calls streamed as
+deltas, parallel_tool_calls, logprobs, the Responses API, errors); the second sends 50
+concurrent requests and checks that each completes or gets a clean 503, that the server
+stays healthy and that its memory stays flat. Ends with `N passed, N failed` and
 exits non-zero on any failure. Needs `pip install openai` (and uses `jsonschema` when it is
 installed, a small hand check otherwise).
 """
