@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::num::NonZeroUsize;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use lru::LruCache;
@@ -11,7 +11,7 @@ use sampler::{Sampler, SamplerConfig};
 use schema_compiler::{Grammar, Options, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use vocab_index::{TokenId, TrieKind};
+use vocab_index::{TokenId, TrieKind, Vocabulary};
 
 use crate::constraint::SchemaRecognizer;
 use crate::error::GenerateError;
@@ -44,7 +44,39 @@ pub struct GenerateOptions {
     /// Unconstrained generation only: never choose end of sequence or end of turn, so exactly
     /// `max_tokens` tokens are generated (for benchmarks at a fixed length).
     pub ignore_eos: bool,
+    /// Record the log probability of each generated token and of this many alternatives (at
+    /// most [`MAX_TOP_LOGPROBS`]) in [`Output::logprobs`]; `None`: record nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub logprobs: Option<usize>,
 }
+
+/// The most alternatives [`GenerateOptions::logprobs`] may ask for.
+pub const MAX_TOP_LOGPROBS: usize = 20;
+
+/// The log probability of a generated token, and of the likeliest tokens at its step.
+///
+/// They are taken from the model's logits after the constraint's mask (and, unconstrained,
+/// after the tokens outside the vocabulary are masked), before temperature and the other
+/// sampling knobs: so the token and every alternative are tokens the constraint allowed,
+/// and the probabilities sum to 1 over the allowed tokens. A token the constraint forced (fed
+/// without sampling, or closing the document at the budget) has log probability 0 and itself
+/// as its only alternative.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    /// The token.
+    pub token: u32,
+    /// Its bytes (a token may hold part of a UTF-8 character).
+    pub bytes: Vec<u8>,
+    /// Its natural log probability (at most 0).
+    pub logprob: f32,
+    /// The likeliest allowed tokens at this step, likeliest first, as `(token, bytes,
+    /// logprob)`.
+    pub top: Vec<(u32, Vec<u8>, f32)>,
+}
+
+/// Where [`Generator::set_logprob_sink`] sends each [`TokenLogprob`] as it is generated (the
+/// receiver drains it, for example from the text callback).
+pub type LogprobSink = Arc<Mutex<Vec<TokenLogprob>>>;
 
 impl Default for GenerateOptions {
     fn default() -> Self {
@@ -59,6 +91,7 @@ impl Default for GenerateOptions {
             fast_forward: true,
             close_at_budget: true,
             ignore_eos: false,
+            logprobs: None,
         }
     }
 }
@@ -126,6 +159,9 @@ pub struct Output {
     pub complete: bool,
     /// Timings.
     pub timing: Timing,
+    /// With [`GenerateOptions::logprobs`]: one entry per generated token.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub logprobs: Vec<TokenLogprob>,
 }
 
 /// A generation request.
@@ -189,6 +225,8 @@ pub struct Generator<M: Model> {
     /// differ in the last bits from a whole-batch evaluation: so the same seed gives the same
     /// text again.
     prompt_logits: (Vec<u32>, Vec<f32>),
+    /// Where log probabilities go as they are generated, if anywhere.
+    logprob_sink: Option<LogprobSink>,
 }
 
 impl<M: Model> std::fmt::Debug for Generator<M> {
@@ -269,6 +307,7 @@ impl<M: Model> Generator<M> {
             in_cache: Vec::new(),
             prompt_logits: (Vec::new(), Vec::new()),
             logits: vec![f32::NEG_INFINITY; len],
+            logprob_sink: None,
             whitespace,
             trace: None,
         })
@@ -293,6 +332,12 @@ impl<M: Model> Generator<M> {
     /// cache hit, mask time).
     pub fn set_trace(&mut self, sink: Option<TraceSink>) {
         self.trace = sink;
+    }
+
+    /// Sends each generated token's [`TokenLogprob`] to `sink` as it is generated, before the
+    /// text callback sees its text (when [`GenerateOptions::logprobs`] asks for them).
+    pub fn set_logprob_sink(&mut self, sink: Option<LogprobSink>) {
+        self.logprob_sink = sink;
     }
 
     /// The tokenizer.
@@ -528,6 +573,21 @@ impl<M: Model> Generator<M> {
         let mut step = 0usize;
         let n_logits = self.model.vocab_size();
         let mut cancelled = false;
+        let top_n = opts.logprobs.map(|n| n.min(MAX_TOP_LOGPROBS));
+        let mut logprobs: Vec<TokenLogprob> = Vec::new();
+        // With log probabilities: the masked logits before sampling changes them, and the
+        // likeliest tokens among them.
+        let mut raw: Vec<f32> = Vec::new();
+        let mut top: Vec<(u32, f32)> = Vec::new();
+        let sink = self.logprob_sink.clone();
+        let mut record = |entry: TokenLogprob| {
+            if let Some(sink) = &sink
+                && let Ok(mut s) = sink.lock()
+            {
+                s.push(entry.clone());
+            }
+            logprobs.push(entry);
+        };
         // Set when a sampled token was taken back because the document would no longer have
         // fitted in the budget: the next step closes it (and nothing is taken back again, so
         // a document that cannot be closed in time still ends, as truncated).
@@ -566,6 +626,11 @@ impl<M: Model> Generator<M> {
                     for &t in &tokens {
                         session.commit(t)?;
                     }
+                    if top_n.is_some() {
+                        tokens
+                            .iter()
+                            .for_each(|&t| record(forced_logprob(&vocab, t)));
+                    }
                     emit!(&tokens);
                     history.extend(tokens.iter().map(|t| t.as_u32()));
                     forced += tokens.len();
@@ -601,6 +666,11 @@ impl<M: Model> Generator<M> {
                             self.trace_line(json!({"step": step, "taken_back": tokens.len()}));
                             continue;
                         }
+                        if top_n.is_some() {
+                            tokens
+                                .iter()
+                                .for_each(|&t| record(forced_logprob(&vocab, t)));
+                        }
                         emit!(&tokens);
                         history.extend(tokens.iter().map(|t| t.as_u32()));
                         forced += tokens.len();
@@ -629,6 +699,7 @@ impl<M: Model> Generator<M> {
                     }
                 }
                 apply(&mask, &mut self.logits)?;
+                let lse = top_n.map(|n| snapshot(&self.logits, n, &mut raw, &mut top));
                 let token = sampler.sample(&mut self.logits, &history)?;
                 let token = TokenId::new(token).expect("sampled inside the vocabulary");
                 session.commit(token)?;
@@ -655,6 +726,9 @@ impl<M: Model> Generator<M> {
                     stop = StopReason::Eos;
                     break;
                 }
+                if let Some(lse) = lse {
+                    record(sampled_logprob(&vocab, token, &raw, &top, lse));
+                }
                 emit!(&[token]);
                 history.push(token.as_u32());
                 self.feed(&[token])?;
@@ -670,6 +744,7 @@ impl<M: Model> Generator<M> {
                         }
                     }
                 }
+                let lse = top_n.map(|n| snapshot(&self.logits, n, &mut raw, &mut top));
                 let token = sampler.sample(&mut self.logits, &history)?;
                 let token = TokenId::new(token).expect("sampled inside the vocabulary");
                 self.trace_line(json!({"step": step, "token": token.as_u32(),
@@ -681,6 +756,9 @@ impl<M: Model> Generator<M> {
                 }
                 history.push(token.as_u32());
                 if !vocab.is_special(token) {
+                    if let Some(lse) = lse {
+                        record(sampled_logprob(&vocab, token, &raw, &top, lse));
+                    }
                     emit!(&[token]);
                 }
                 if let Some(s) = opts.stop.iter().find(|s| text.contains(s.as_str())) {
@@ -726,6 +804,80 @@ impl<M: Model> Generator<M> {
                 },
                 mask_ms_total: mask_ms,
             },
+            logprobs,
         })
+    }
+}
+
+/// Copies `logits` into `raw`, puts the `n` likeliest tokens (with their logits) into `top`,
+/// likeliest first, and returns the log of the sum of the exponentials of the finite logits
+/// (`-inf` when there are none).
+fn snapshot(logits: &[f32], n: usize, raw: &mut Vec<f32>, top: &mut Vec<(u32, f32)>) -> f32 {
+    raw.clear();
+    raw.extend_from_slice(logits);
+    top.clear();
+    let max = logits
+        .iter()
+        .copied()
+        .filter(|l| l.is_finite())
+        .fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        return max;
+    }
+    let mut sum = 0.0f64;
+    for (i, &l) in logits.iter().enumerate() {
+        if !l.is_finite() {
+            continue;
+        }
+        sum += f64::from(l - max).exp();
+        if n > 0 && (top.len() < n || l > top[top.len() - 1].1) {
+            let at = top.partition_point(|&(_, v)| v >= l);
+            top.insert(at, (i as u32, l));
+            top.truncate(n);
+        }
+    }
+    max + sum.ln() as f32
+}
+
+/// The bytes of token `id` (empty past the vocabulary).
+fn token_bytes(vocab: &Vocabulary, id: u32) -> Vec<u8> {
+    TokenId::new(id)
+        .and_then(|t| vocab.get(t))
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
+}
+
+/// The entry of a sampled token, from the [`snapshot`] of its step.
+fn sampled_logprob(
+    vocab: &Vocabulary,
+    token: TokenId,
+    raw: &[f32],
+    top: &[(u32, f32)],
+    lse: f32,
+) -> TokenLogprob {
+    let lp = |l: f32| (l - lse).min(0.0);
+    let logit = raw
+        .get(token.as_usize())
+        .copied()
+        .unwrap_or(f32::NEG_INFINITY);
+    TokenLogprob {
+        token: token.as_u32(),
+        bytes: vocab.bytes(token).to_vec(),
+        logprob: lp(logit),
+        top: top
+            .iter()
+            .map(|&(t, l)| (t, token_bytes(vocab, t), lp(l)))
+            .collect(),
+    }
+}
+
+/// The entry of a token the constraint forced: probability 1.
+fn forced_logprob(vocab: &Vocabulary, token: TokenId) -> TokenLogprob {
+    let bytes = vocab.bytes(token).to_vec();
+    TokenLogprob {
+        token: token.as_u32(),
+        bytes: bytes.clone(),
+        logprob: 0.0,
+        top: vec![(token.as_u32(), bytes, 0.0)],
     }
 }

@@ -28,7 +28,10 @@ pub mod tokenizer;
 pub mod tools;
 
 pub use constraint::SchemaRecognizer;
-pub use engine::{GenerateOptions, Generator, Output, Prompt, Request, StopReason, Timing};
+pub use engine::{
+    GenerateOptions, Generator, LogprobSink, MAX_TOP_LOGPROBS, Output, Prompt, Request, StopReason,
+    Timing, TokenLogprob,
+};
 pub use error::GenerateError;
 pub use model::{Model, ModelError};
 /// The layout of JSON generated under a schema ([`Generator::set_whitespace`]).

@@ -269,7 +269,7 @@ fn errors_are_specific() {
     }
     let turn = TurnOptions {
         max_calls: Some(0),
-        prefill: None,
+        ..TurnOptions::default()
     };
     assert!(matches!(
         g.generate_tool_turn(
@@ -307,7 +307,7 @@ fn parallel_calls_and_their_limit() {
 
     let turn = TurnOptions {
         max_calls: Some(1),
-        prefill: None,
+        ..TurnOptions::default()
     };
     let (reply, out) = g
         .generate_tool_turn(
@@ -573,5 +573,113 @@ fn a_model_and_a_vocabulary_of_other_sizes_are_refused() {
         }
         Err(other) => panic!("{other:?}"),
         Ok(_) => panic!("accepted a 32000-token vocabulary for 262144 logits"),
+    }
+}
+
+/// Log probabilities come from the distribution after the mask: under `{"n": integer}` the
+/// alternatives at the number are all tokens that can start an integer, although the model
+/// likes every printable token as much; the forced `{"n":` has probability 1. The same
+/// entries reach a sink while generating, and a tool call's tokens have them too.
+#[test]
+fn logprobs_come_from_the_masked_distribution() {
+    let tok = tokenizer();
+    let mut g = generator(&tok, &[r#"{"n":42}"#]);
+    let sink = generate::LogprobSink::default();
+    g.set_logprob_sink(Some(sink.clone()));
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}},
+        "required": ["n"], "additionalProperties": false});
+    let request = generate::Request {
+        options: GenerateOptions {
+            logprobs: Some(3),
+            ..options()
+        },
+        ..generate::Request::chat(vec![Message::new("user", "n?")]).with_schema(schema)
+    };
+    let out = g.generate(&request, &mut |_| true).unwrap();
+    assert_eq!(out.text, r#"{"n":42}"#);
+    let bytes: Vec<u8> = out.logprobs.iter().flat_map(|e| e.bytes.clone()).collect();
+    assert_eq!(bytes, out.text.as_bytes());
+    assert_eq!(out.logprobs.len(), out.completion_tokens);
+    assert_eq!(*sink.lock().unwrap(), out.logprobs);
+    let mut sampled = 0;
+    for e in &out.logprobs {
+        assert!(e.logprob.is_finite() && e.logprob <= 0.0, "{e:?}");
+        assert!(!e.top.is_empty() && e.top.len() <= 3, "{e:?}");
+        assert!(e.top.windows(2).all(|w| w[0].2 >= w[1].2), "{e:?}");
+        assert!(e.top.iter().all(|t| t.2.is_finite() && t.2 <= 0.0));
+        if e.bytes.first().is_some_and(u8::is_ascii_digit) {
+            sampled += 1;
+            // The scripted token is by far the likeliest; the others are allowed ones.
+            assert_eq!(e.top[0].0, e.token, "{e:?}");
+            assert!(e.logprob > -0.01, "{e:?}");
+            assert_eq!(e.top.len(), 3);
+            for (_, b, _) in &e.top[1..] {
+                let first = b.first().copied().unwrap_or(b' ');
+                assert!(
+                    first.is_ascii_digit() || first == b'-' || first == b'}',
+                    "{:?} is not allowed here",
+                    String::from_utf8_lossy(b)
+                );
+            }
+        } else if e.bytes.starts_with(b"{") {
+            assert_eq!(e.logprob, 0.0, "forced: {e:?}");
+            assert_eq!(e.top.len(), 1);
+        }
+    }
+    assert!(sampled >= 1);
+
+    // Without the option: nothing recorded.
+    sink.lock().unwrap().clear();
+    let mut g2 = generator(&tok, &[r#"{"n":42}"#]);
+    g2.set_logprob_sink(Some(sink.clone()));
+    let out = g2.generate(&request_plain(), &mut |_| true).unwrap();
+    assert!(out.logprobs.is_empty() && sink.lock().unwrap().is_empty());
+}
+
+fn request_plain() -> generate::Request {
+    generate::Request {
+        options: options(),
+        ..generate::Request::chat(vec![Message::new("user", "n?")])
+    }
+}
+
+/// With a text schema, an `auto` turn is a call or a JSON document of that schema, though
+/// both start with `{` in the JSON envelope; `none` gives the document.
+#[test]
+fn a_text_schema_next_to_the_calls() {
+    let tok = tokenizer();
+    let tools = [weather()];
+    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}},
+        "required": ["city"], "additionalProperties": false});
+    let turn = TurnOptions {
+        text_schema: Some(schema),
+        ..TurnOptions::default()
+    };
+    let msgs = vec![Message::new("user", "Weather in Paris?")];
+    let call =
+        r#"{"tool_calls":[{"name":"get_weather","arguments":{"city":"Paris","unit":"celsius"}}]}"#;
+    let mut g = generator(&tok, &[r#"{"city":"Paris"}"#, call, "plain words"]);
+    let mut turn_for = |choice: ToolChoice| {
+        g.generate_tool_turn(msgs.clone(), &tools, &choice, &turn, options(), &mut |_| {
+            true
+        })
+        .unwrap()
+        .0
+    };
+    assert_eq!(
+        turn_for(ToolChoice::Auto),
+        Reply::Text(r#"{"city":"Paris"}"#.into())
+    );
+    match turn_for(ToolChoice::Auto) {
+        Reply::Calls(calls) => assert_eq!(calls[0].arguments["city"], "Paris"),
+        other => panic!("{other:?}"),
+    }
+    // A model that wants plain words still answers in the schema.
+    match turn_for(ToolChoice::None) {
+        Reply::Text(t) => {
+            let v: serde_json::Value = serde_json::from_str(&t).unwrap();
+            assert!(v["city"].is_string(), "{t}");
+        }
+        other => panic!("{other:?}"),
     }
 }

@@ -14,7 +14,7 @@ use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
-use generate::{GenerateError, SCHEMA_PLACEHOLDER, SchemaInPrompt};
+use generate::{GenerateError, SCHEMA_PLACEHOLDER, SchemaInPrompt, TokenLogprob};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -36,7 +36,7 @@ pub(crate) fn now_secs() -> u64 {
 }
 
 /// A well-mixed 64-bit number, different for every call (ids and default seeds).
-fn fresh_u64() -> u64 {
+pub(crate) fn fresh_u64() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -52,17 +52,24 @@ fn fresh_u64() -> u64 {
     z ^ (z >> 31)
 }
 
+/// A fresh tool call id, `call_…`.
+pub(crate) fn call_id() -> String {
+    format!("call_{:016x}", fresh_u64())
+}
+
 /// The one log line of a request, written when it ends, or when it is dropped (the client
 /// went away).
-struct RequestLog {
+pub(crate) struct RequestLog {
     id: String,
+    /// The route, for the log line.
+    what: &'static str,
     stream: bool,
     start: Instant,
     done: bool,
 }
 
 impl RequestLog {
-    fn ok(&mut self, f: &Finished) {
+    pub(crate) fn ok(&mut self, f: &Finished) {
         self.done = true;
         let latency_ms = self.start.elapsed().as_secs_f64() * 1e3;
         tracing::info!(
@@ -82,20 +89,21 @@ impl RequestLog {
             },
             schema_in_prompt = f.schema_in_prompt,
             cancelled = f.cancelled,
-            "chat completion"
+            "{}",
+            self.what
         );
     }
 
-    fn err(&mut self, e: &ApiError) {
+    pub(crate) fn err(&mut self, e: &ApiError) {
         self.done = true;
         let latency_ms = self.start.elapsed().as_secs_f64() * 1e3;
         let status = e.status.as_u16();
         if e.status.is_server_error() {
             tracing::warn!(id = %self.id, status, stream = self.stream,
-                latency_ms = format_args!("{latency_ms:.1}"), error = %e.message, "chat completion");
+                latency_ms = format_args!("{latency_ms:.1}"), error = %e.message, "{}", self.what);
         } else {
             tracing::info!(id = %self.id, status, stream = self.stream,
-                latency_ms = format_args!("{latency_ms:.1}"), error = %e.message, "chat completion");
+                latency_ms = format_args!("{latency_ms:.1}"), error = %e.message, "{}", self.what);
         }
     }
 }
@@ -106,20 +114,33 @@ impl Drop for RequestLog {
             let latency_ms = self.start.elapsed().as_secs_f64() * 1e3;
             tracing::info!(id = %self.id, stream = self.stream,
                 latency_ms = format_args!("{latency_ms:.1}"),
-                "chat completion cancelled: the client disconnected");
+                "{} cancelled: the client disconnected", self.what);
         }
     }
 }
 
 /// The wall-clock limit of one chat completion.
 #[derive(Clone, Copy)]
-struct Timeout {
-    deadline: tokio::time::Instant,
+pub(crate) struct Timeout {
+    pub(crate) deadline: tokio::time::Instant,
     limit: Duration,
 }
 
 impl Timeout {
-    fn expired(&self) -> ApiError {
+    /// The next event of a stream; an error past the deadline or when the model thread is
+    /// gone.
+    pub(crate) async fn next(
+        &self,
+        events: &mut mpsc::UnboundedReceiver<Event>,
+    ) -> Result<Event, ApiError> {
+        match tokio::time::timeout_at(self.deadline, events.recv()).await {
+            Ok(Some(event)) => Ok(event),
+            Ok(None) => Err(ApiError::internal("the model stopped before answering")),
+            Err(_) => Err(self.expired()),
+        }
+    }
+
+    pub(crate) fn expired(&self) -> ApiError {
         ApiError::internal(format!(
             "the request took longer than this server's limit of {:.1} s",
             self.limit.as_secs_f64()
@@ -129,14 +150,23 @@ impl Timeout {
     }
 }
 
-/// `POST /v1/chat/completions`.
-pub(crate) async fn chat_completions(
-    State(state): State<AppState>,
+/// Parses a request body into a plan (the request's own format), given the server's token
+/// limit and a default seed.
+pub(crate) type Parse<'a> = &'a (dyn Fn(&[u8], usize, u64) -> Result<Plan, ApiError> + Sync);
+
+/// Runs a request of any format: reads and parses its body, compiles, queues, and waits for
+/// the answer or for the start of its stream, all within the request timeout. `what` names
+/// the route in the log.
+pub(crate) async fn run_request(
+    state: &AppState,
+    id: &str,
+    what: &'static str,
     body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let id = format!("chatcmpl-{:016x}", fresh_u64());
+    parse: Parse<'_>,
+) -> (Result<Started, ApiError>, RequestLog, Timeout) {
     let mut log = RequestLog {
-        id: id.clone(),
+        id: id.to_string(),
+        what,
         stream: false,
         start: Instant::now(),
         done: false,
@@ -149,7 +179,7 @@ pub(crate) async fn chat_completions(
     let mut queued = false;
     let started = tokio::time::timeout_at(
         timeout.deadline,
-        start(&state, body, &mut log, timeout, &mut queued),
+        start(state, body, parse, &mut log, timeout, &mut queued),
     )
     .await
     .unwrap_or_else(|_| {
@@ -159,11 +189,30 @@ pub(crate) async fn chat_completions(
         }
         Err(timeout.expired())
     });
+    (started, log, timeout)
+}
+
+/// `POST /v1/chat/completions`.
+pub(crate) async fn chat_completions(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let id = format!("chatcmpl-{:016x}", fresh_u64());
+    let parse = |body: &[u8], max_tokens: usize, seed: u64| {
+        ChatRequest::from_slice(body)?.plan(max_tokens, seed)
+    };
+    let (started, mut log, timeout) =
+        run_request(&state, &id, "chat completion", body, &parse).await;
     match started {
         Ok(Started::Whole(finished)) => {
             log.ok(&finished);
             let env = state.envelope(id);
-            let body = env.completion(&finished.answer, finished.finish_reason, finished.usage);
+            let body = env.completion(
+                &finished.answer,
+                finished.finish_reason,
+                finished.usage,
+                finished.logprobs.as_deref(),
+            );
             Json(body).into_response()
         }
         Ok(Started::Stream {
@@ -180,7 +229,7 @@ pub(crate) async fn chat_completions(
     }
 }
 
-enum Started {
+pub(crate) enum Started {
     /// A non-streaming request, finished.
     Whole(Finished),
     /// A streaming request the model thread has started on.
@@ -264,6 +313,7 @@ fn compile_error(f: Failure, tool: Option<&str>) -> ApiError {
 async fn start(
     state: &AppState,
     body: Result<Bytes, BytesRejection>,
+    parse: Parse<'_>,
     log: &mut RequestLog,
     timeout: Timeout,
     queued: &mut bool,
@@ -281,7 +331,7 @@ async fn start(
                 .status(rej.status())
         }
     })?;
-    let plan = ChatRequest::from_slice(&body)?.plan(state.inner.limits.max_tokens, fresh_u64())?;
+    let plan = parse(&body, state.inner.limits.max_tokens, fresh_u64())?;
     log.stream = plan.stream;
     let shared = &state.inner.shared;
     if shared.draining.load(Ordering::Relaxed) {
@@ -348,19 +398,20 @@ async fn start(
                     include_usage,
                 });
             }
-            Some(Event::Started | Event::Delta(_)) => {}
             Some(Event::Done(r)) => return r.map(Started::Whole),
+            Some(_) => {}
             None => return Err(ApiError::internal("the model stopped before answering")),
         }
     }
 }
 
-fn data(v: &Value) -> Result<SseEvent, Infallible> {
+pub(crate) fn data(v: &Value) -> Result<SseEvent, Infallible> {
     Ok(SseEvent::default().data(v.to_string()))
 }
 
-/// The server-sent events of a streaming response: a role chunk, content chunks, tool-call
-/// chunks, a finish chunk, the usage chunk if asked, then `data: [DONE]`. An error after the
+/// The server-sent events of a streaming response: a role chunk, content chunks or tool-call
+/// chunks (for each call its index, id and name, then fragments of its arguments), a finish
+/// chunk, the usage chunk if asked, then `data: [DONE]`. An error after the
 /// stream started is sent as `data: {"error": …}` (OpenAI's clients raise it).
 fn stream_response(
     env: Envelope,
@@ -375,23 +426,37 @@ fn stream_response(
             None,
             include_usage,
         ));
+        // Log probabilities of tokens whose text has not been sent yet.
+        let mut pending: Vec<TokenLogprob> = Vec::new();
         loop {
-            let event = match tokio::time::timeout_at(timeout.deadline, events.recv()).await {
+            let event = match timeout.next(&mut events).await {
                 Ok(event) => event,
-                Err(_) => {
-                    let e = timeout.expired();
+                Err(e) => {
                     log.err(&e);
                     yield data(&e.body());
                     break;
                 }
             };
             match event {
-                Some(Event::Started) => {}
-                Some(Event::Delta(text)) => {
-                    yield data(&env.chunk(json!({"content": text}), None, include_usage));
+                Event::Started => {}
+                Event::Logprobs(entries) => pending.extend(entries),
+                Event::Delta(text) => {
+                    let lp = std::mem::take(&mut pending);
+                    yield data(&env.chunk_with(json!({"content": text}), None, include_usage, &lp));
                 }
-                Some(Event::Done(Ok(f))) => {
+                Event::CallStart { index, id, name } => {
+                    let call = json!({"index": index, "id": id, "type": "function",
+                        "function": {"name": name, "arguments": ""}});
+                    yield data(&env.chunk(json!({"tool_calls": [call]}), None, include_usage));
+                }
+                Event::CallArguments { index, fragment } => {
+                    let call = json!({"index": index, "function": {"arguments": fragment}});
+                    yield data(&env.chunk(json!({"tool_calls": [call]}), None, include_usage));
+                }
+                Event::Done(Ok(f)) => {
                     match &f.answer {
+                        // Sent as call events while generated.
+                        Answer::Calls(_) if f.text_streamed => {}
                         Answer::Calls(calls) => {
                             for (i, c) in calls.iter().enumerate() {
                                 yield data(&env.chunk(
@@ -407,20 +472,15 @@ fn stream_response(
                         }
                         Answer::Text(_) => {}
                     }
-                    yield data(&env.chunk(json!({}), Some(f.finish_reason), include_usage));
+                    let lp = std::mem::take(&mut pending);
+                    yield data(&env.chunk_with(json!({}), Some(f.finish_reason), include_usage, &lp));
                     if include_usage {
                         yield data(&env.usage_chunk(f.usage));
                     }
                     log.ok(&f);
                     break;
                 }
-                Some(Event::Done(Err(e))) => {
-                    log.err(&e);
-                    yield data(&e.body());
-                    break;
-                }
-                None => {
-                    let e = ApiError::internal("the model stopped before answering");
+                Event::Done(Err(e)) => {
                     log.err(&e);
                     yield data(&e.body());
                     break;
@@ -510,6 +570,7 @@ pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 fn route_label(path: &str) -> &'static str {
     match path {
         "/v1/chat/completions" => "chat_completions",
+        "/v1/responses" => "responses",
         "/v1/models" => "models",
         p if p.starts_with("/v1/models/") => "models",
         "/health" => "health",

@@ -10,6 +10,7 @@
 //! | route | what |
 //! | --- | --- |
 //! | `POST /v1/chat/completions` | OpenAI's chat completions, streaming (server-sent events) or not |
+//! | `POST /v1/responses` | OpenAI's Responses API (stateless), streaming (typed events) or not |
 //! | `GET /v1/models`, `GET /v1/models/{id}` | the one model |
 //! | `GET /health` | 200 `{"status": "ok", …}` with slots, queue and request counters; 503 while shutting down |
 //! | `GET /metrics` | the Prometheus text format (OpenMetrics flavour) |
@@ -74,6 +75,7 @@ mod http;
 mod metrics;
 mod net;
 pub mod openai;
+mod responses;
 mod summary;
 mod tools;
 mod worker;
@@ -236,6 +238,7 @@ pub fn router(state: AppState) -> Router {
     let max_body = state.inner.limits.max_body;
     Router::new()
         .route("/v1/chat/completions", post(http::chat_completions))
+        .route("/v1/responses", post(responses::responses))
         .route("/v1/models", get(http::list_models))
         .route("/v1/models/{id}", get(http::get_model))
         .route("/health", get(http::health))

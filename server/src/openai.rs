@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use generate::tools::{Tool, ToolChoice};
-use generate::{GenerateOptions, Message, SchemaInPrompt};
+use generate::{GenerateOptions, MAX_TOP_LOGPROBS, Message, SchemaInPrompt, TokenLogprob};
 use sampler::SamplerConfig;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -33,6 +33,9 @@ pub struct ChatRequest {
     /// `"auto"`, `"required"`, `"none"` or `{"type":"function","function":{"name":…}}`.
     #[serde(default)]
     pub tool_choice: Option<Value>,
+    /// `false`: at most one tool call per turn (default: any number).
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
     /// Sampling temperature in `[0, 2]` (default 1; 0 is greedy).
     #[serde(default)]
     pub temperature: Option<f32>,
@@ -69,9 +72,13 @@ pub struct ChatRequest {
     /// Token id (as a string) to a bias in `[-100, 100]`.
     #[serde(default)]
     pub logit_bias: Option<HashMap<String, f32>>,
-    /// Not supported: `true` is a 400.
+    /// Return the log probability of each generated token (from the distribution after the
+    /// schema's mask).
     #[serde(default)]
     pub logprobs: Option<bool>,
+    /// With `logprobs`: also the likeliest tokens at each step, 0 to 20.
+    #[serde(default)]
+    pub top_logprobs: Option<u32>,
     /// Extension (as in vLLM and llama.cpp's server): keep the `top_k` best tokens.
     #[serde(default)]
     pub top_k: Option<u32>,
@@ -169,6 +176,8 @@ pub struct Plan {
     pub with_tools: bool,
     /// `tool_choice` (`auto` when absent).
     pub tool_choice: ToolChoice,
+    /// Most tool calls in the turn (`parallel_tool_calls: false` is 1; `None`: no limit).
+    pub max_calls: Option<usize>,
     /// Generation options; `max_tokens` is later clamped to what the context has left.
     pub options: GenerateOptions,
     /// Stream server-sent events.
@@ -177,6 +186,19 @@ pub struct Plan {
     pub include_usage: bool,
     /// How the schema gets into the prompt.
     pub schema_in_prompt: SchemaInPrompt,
+}
+
+impl Plan {
+    /// Which kinds of reply the tool turn may give.
+    pub(crate) fn tool_choice_mode(&self) -> crate::tools::Mode {
+        use crate::tools::Mode;
+        match &self.tool_choice {
+            ToolChoice::None => Mode::Text,
+            ToolChoice::Auto if self.tools.is_empty() => Mode::Text,
+            ToolChoice::Auto => Mode::Either,
+            ToolChoice::Required | ToolChoice::Named(_) => Mode::Calls,
+        }
+    }
 }
 
 impl ChatRequest {
@@ -216,9 +238,21 @@ impl ChatRequest {
                     .param("n"),
             );
         }
-        if self.logprobs == Some(true) {
-            return Err(ApiError::invalid("logprobs are not supported").param("logprobs"));
-        }
+        let logprobs = match (self.logprobs.unwrap_or(false), self.top_logprobs) {
+            (_, Some(n)) if n as usize > MAX_TOP_LOGPROBS => {
+                return Err(ApiError::invalid(format!(
+                    "top_logprobs must be in [0, {MAX_TOP_LOGPROBS}] (got {n})"
+                ))
+                .param("top_logprobs"));
+            }
+            (false, Some(_)) => {
+                return Err(
+                    ApiError::invalid("top_logprobs needs `logprobs: true`").param("top_logprobs")
+                );
+            }
+            (true, n) => Some(n.unwrap_or(0) as usize),
+            (false, None) => None,
+        };
         if self.messages.is_empty() {
             return Err(ApiError::invalid("messages must not be empty").param("messages"));
         }
@@ -349,12 +383,6 @@ impl ChatRequest {
             || messages
                 .iter()
                 .any(|m| m.role == "tool" || m.tool_calls.is_some());
-        if with_tools && schema.is_some() {
-            return Err(ApiError::invalid(
-                "response_format json_schema/json_object cannot be combined with tools or tool messages",
-            )
-            .param("response_format"));
-        }
 
         let seed = match self.seed {
             Some(s) => s as u64,
@@ -365,6 +393,7 @@ impl ChatRequest {
             sampler,
             seed,
             stop,
+            logprobs,
             ..GenerateOptions::default()
         };
         Ok(Plan {
@@ -373,6 +402,7 @@ impl ChatRequest {
             tools,
             with_tools,
             tool_choice,
+            max_calls: (self.parallel_tool_calls == Some(false)).then_some(1),
             options,
             stream: self.stream.unwrap_or(false),
             include_usage: self
@@ -468,6 +498,28 @@ impl CallOut {
     }
 }
 
+/// OpenAI's `logprobs` object: `{"content": [{"token", "logprob", "bytes", "top_logprobs":
+/// [{"token", "logprob", "bytes"}]}], "refusal": null}`. A token that is part of a UTF-8
+/// character shows as U+FFFD in `token`; `bytes` has its exact bytes.
+pub fn logprobs_json(entries: &[TokenLogprob]) -> Value {
+    let one = |bytes: &[u8], logprob: f32| {
+        json!({
+            "token": String::from_utf8_lossy(bytes),
+            "logprob": logprob,
+            "bytes": bytes,
+        })
+    };
+    let content: Vec<Value> = entries
+        .iter()
+        .map(|e| {
+            let mut v = one(&e.bytes, e.logprob);
+            v["top_logprobs"] = e.top.iter().map(|(_, b, lp)| one(b, *lp)).collect();
+            v
+        })
+        .collect();
+    json!({"content": content, "refusal": null})
+}
+
 /// What the model answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
@@ -509,8 +561,14 @@ pub struct Envelope {
 }
 
 impl Envelope {
-    /// A whole `chat.completion`.
-    pub fn completion(&self, answer: &Answer, finish_reason: &str, usage: Usage) -> Value {
+    /// A whole `chat.completion`; `logprobs` when they were asked for.
+    pub fn completion(
+        &self,
+        answer: &Answer,
+        finish_reason: &str,
+        usage: Usage,
+        logprobs: Option<&[TokenLogprob]>,
+    ) -> Value {
         let message = match answer {
             Answer::Text(t) => json!({"role": "assistant", "content": t, "refusal": null}),
             Answer::Calls(calls) => json!({
@@ -529,7 +587,7 @@ impl Envelope {
             "choices": [{
                 "index": 0,
                 "message": message,
-                "logprobs": null,
+                "logprobs": logprobs.map(logprobs_json),
                 "finish_reason": finish_reason,
             }],
             "usage": usage.to_json(),
@@ -539,6 +597,18 @@ impl Envelope {
     /// A `chat.completion.chunk` with one choice carrying `delta`; `usage: null` when the
     /// stream will end with a usage chunk.
     pub fn chunk(&self, delta: Value, finish_reason: Option<&str>, include_usage: bool) -> Value {
+        self.chunk_with(delta, finish_reason, include_usage, &[])
+    }
+
+    /// A chunk as [`Envelope::chunk`], with the log probabilities of the tokens it carries
+    /// (none: `logprobs: null`).
+    pub fn chunk_with(
+        &self,
+        delta: Value,
+        finish_reason: Option<&str>,
+        include_usage: bool,
+        logprobs: &[TokenLogprob],
+    ) -> Value {
         let mut v = json!({
             "id": self.id,
             "object": "chat.completion.chunk",
@@ -548,7 +618,7 @@ impl Envelope {
             "choices": [{
                 "index": 0,
                 "delta": delta,
-                "logprobs": null,
+                "logprobs": (!logprobs.is_empty()).then(|| logprobs_json(logprobs)),
                 "finish_reason": finish_reason,
             }],
         });

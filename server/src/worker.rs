@@ -21,8 +21,8 @@ use std::time::Instant;
 
 use generate::template::inject_schema;
 use generate::{
-    GenerateError, GenerateOptions, Generator, Message, Model, Output, Prompt, Request,
-    SCHEMA_PLACEHOLDER, SchemaInPrompt, StopReason, Timing,
+    GenerateError, GenerateOptions, Generator, LogprobSink, Message, Model, Output, Prompt,
+    Request, SCHEMA_PLACEHOLDER, SchemaInPrompt, StopReason, Timing, TokenLogprob,
 };
 use schema_compiler::{Grammar, Options};
 use serde_json::{Value, json};
@@ -61,8 +61,19 @@ pub(crate) struct Work {
 pub(crate) enum Event {
     /// The prompt is rendered and the schema compiled: generation starts.
     Started,
-    /// Text (streaming requests without tools only).
+    /// Text (streaming requests only).
     Delta(String),
+    /// A tool call starts (streaming requests only).
+    CallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    /// A piece of a tool call's arguments, JSON text (streaming requests only).
+    CallArguments { index: usize, fragment: String },
+    /// The log probabilities of the next tokens, sent before their text (streaming requests
+    /// that ask for them).
+    Logprobs(Vec<TokenLogprob>),
     /// The end.
     Done(Result<Finished, ApiError>),
 }
@@ -76,12 +87,14 @@ pub(crate) struct Finished {
     pub timing: Timing,
     pub queue_ms: f64,
     pub schema_cache_hit: Option<bool>,
-    /// The text was sent as `Delta`s while it was generated (false for tool requests).
+    /// The answer was sent as `Delta`s (or call events) while it was generated.
     pub text_streamed: bool,
     /// Generation was cancelled (the client left or the request timed out).
     pub cancelled: bool,
     /// How the schema was put into the prompt: `full`, `summary` or `none`.
     pub schema_in_prompt: &'static str,
+    /// The log probabilities, when asked for (not streamed).
+    pub logprobs: Option<Vec<TokenLogprob>>,
 }
 
 /// State shared by the model thread and the handlers.
@@ -307,15 +320,34 @@ pub(crate) fn shutting_down() -> ApiError {
 
 /// Holds back streamed text that may be the start of a stop string, so a stream never shows
 /// text the final answer cuts off.
-struct StopGuard<'a> {
+pub(crate) struct StopGuard<'a> {
     stop: &'a [String],
     text: String,
     sent: usize,
 }
 
-impl StopGuard<'_> {
+impl<'a> StopGuard<'a> {
+    /// A guard for these stop strings.
+    pub(crate) fn new(stop: &'a [String]) -> StopGuard<'a> {
+        StopGuard {
+            stop,
+            text: String::new(),
+            sent: 0,
+        }
+    }
+
+    /// How many bytes were sent.
+    pub(crate) fn sent(&self) -> usize {
+        self.sent
+    }
+
+    /// The text sent.
+    pub(crate) fn sent_text(&self) -> &str {
+        &self.text[..self.sent]
+    }
+
     /// Adds a piece; returns what can be sent now.
-    fn push(&mut self, piece: &str) -> Option<String> {
+    pub(crate) fn push(&mut self, piece: &str) -> Option<String> {
         self.text.push_str(piece);
         let mut safe = self.text.len();
         for s in self.stop {
@@ -356,8 +388,9 @@ fn process<M: Model>(
         }
     }
     let plan = &work.plan;
+    let sink = Logprobs::new(generator, plan);
     if plan.with_tools {
-        return crate::tools::run(generator, work, shared, queue_ms);
+        return crate::tools::run(generator, work, shared, queue_ms, &sink);
     }
     let (messages, n_prompt, placed) = prompt_with_schema(generator, plan, max_prompt_bytes)?;
     let options = fit_context(generator, &plan.options, n_prompt)?;
@@ -377,11 +410,7 @@ fn process<M: Model>(
         schema_in_prompt: SchemaInPrompt::Off,
         options,
     };
-    let mut guard = StopGuard {
-        stop: &plan.options.stop,
-        text: String::new(),
-        sent: 0,
-    };
+    let mut guard = StopGuard::new(&plan.options.stop);
     let stream = plan.stream;
     let events = &work.events;
     let mut on_text = |piece: &str| {
@@ -391,6 +420,7 @@ fn process<M: Model>(
         if !stream {
             return !events.is_closed();
         }
+        sink.drain(events);
         match guard.push(piece) {
             Some(text) => events.send(Event::Delta(text)).is_ok(),
             None => !events.is_closed(),
@@ -399,13 +429,51 @@ fn process<M: Model>(
     let out = generator
         .generate(&request, &mut on_text)
         .map_err(|e| ApiError::from_generate(&e))?;
+    sink.drain(events);
     if stream && out.text.len() > guard.sent {
         let _ = events.send(Event::Delta(out.text[guard.sent..].to_string()));
     }
+    let logprobs = sink.whole(&out);
     let mut done = finish(out, Answer::Text, shared, queue_ms, work.schema_cache_hit)?;
+    done.logprobs = logprobs;
     done.text_streamed = stream;
     done.schema_in_prompt = placed;
     Ok(done)
+}
+
+/// Log probabilities for a request that asks for them: a sink on the generator for a
+/// stream (drained into `Logprobs` events as the text goes out), the output's for a whole
+/// answer.
+pub(crate) struct Logprobs {
+    asked: bool,
+    sink: Option<LogprobSink>,
+}
+
+impl Logprobs {
+    /// Sets (or clears) the generator's sink for this request.
+    pub(crate) fn new<M: Model>(generator: &mut Generator<M>, plan: &Plan) -> Logprobs {
+        let asked = plan.options.logprobs.is_some();
+        let sink = (asked && plan.stream).then(LogprobSink::default);
+        generator.set_logprob_sink(sink.clone());
+        Logprobs { asked, sink }
+    }
+
+    /// Sends what the sink holds.
+    pub(crate) fn drain(&self, events: &mpsc::UnboundedSender<Event>) {
+        let Some(sink) = &self.sink else { return };
+        let entries = sink
+            .lock()
+            .map(|mut s| std::mem::take(&mut *s))
+            .unwrap_or_default();
+        if !entries.is_empty() {
+            let _ = events.send(Event::Logprobs(entries));
+        }
+    }
+
+    /// The log probabilities of a whole answer, if asked for and not streamed.
+    pub(crate) fn whole(&self, out: &Output) -> Option<Vec<TokenLogprob>> {
+        (self.asked && self.sink.is_none()).then(|| out.logprobs.clone())
+    }
 }
 
 /// The messages with the schema put in as the request asks, their length in tokens, and what
@@ -527,6 +595,7 @@ pub(crate) fn finish(
         text_streamed: false,
         cancelled,
         schema_in_prompt: "none",
+        logprobs: None,
     })
 }
 

@@ -333,18 +333,6 @@ async fn server_sent_events_in_openai_chunk_format() {
     server.stop().await;
 }
 
-fn weather_tool() -> Value {
-    json!({"type": "function", "function": {"name": "get_weather",
-        "description": "Current weather in a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
-            "required": ["city"], "additionalProperties": false}}})
-}
-
-fn clock_tool() -> Value {
-    json!({"type": "function", "function": {"name": "current_time",
-        "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_calls_in_openai_shape() {
     let server = start(

@@ -4,9 +4,10 @@
     python3 server/tests/openai_client.py --base-url http://127.0.0.1:8000/v1
     python3 server/tests/openai_client.py --base-url ... --load --pid <server pid>
 
-The first form runs the client tests (structured output, streaming, tool calls, errors); the
-second sends 50 concurrent requests and checks that each completes or gets a clean 503, that
-the server stays healthy and that its memory stays flat. Ends with `N passed, N failed` and
+The first form runs the client tests (structured output, streaming, tool calls streamed as
+deltas, parallel_tool_calls, logprobs, the Responses API, errors); the second sends 50
+concurrent requests and checks that each completes or gets a clean 503, that the server
+stays healthy and that its memory stays flat. Ends with `N passed, N failed` and
 exits non-zero on any failure. Needs `pip install openai` (and uses `jsonschema` when it is
 installed, a small hand check otherwise).
 """
@@ -14,6 +15,7 @@ installed, a small hand check otherwise).
 import argparse
 import asyncio
 import json
+import math
 import sys
 import time
 import traceback
@@ -288,31 +290,185 @@ class ClientTests:
         assert isinstance(second.choices[0].message.content, str), second
 
     def test_streamed_tool_call(self):
-        tools = [WEATHER]
+        tools = [WEATHER, CALCULATOR]
         stream = self.create(
             messages=user("Weather in Oslo?"),
             tools=tools,
-            tool_choice="required",
+            tool_choice={"type": "function", "function": {"name": "get_weather"}},
             max_tokens=100,
             stream=True,
         )
-        calls, finish = {}, None
+        calls, finish, fragments = {}, None, 0
         for chunk in stream:
             if not chunk.choices:
                 continue
             c = chunk.choices[0]
             for tc in c.delta.tool_calls or []:
-                entry = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-                entry["id"] = tc.id or entry["id"]
-                if tc.function and tc.function.name:
-                    entry["name"] += tc.function.name
+                if tc.index not in calls:
+                    # OpenAI's order: index, id and name first, then the arguments.
+                    assert tc.id and tc.function and tc.function.name, tc
+                    assert tc.index == len(calls), tc
+                    calls[tc.index] = {"id": tc.id, "name": tc.function.name, "arguments": ""}
+                else:
+                    assert not tc.id and not (tc.function and tc.function.name), tc
                 if tc.function and tc.function.arguments:
-                    entry["arguments"] += tc.function.arguments
-            finish = c.finish_reason or finish
+                    calls[tc.index]["arguments"] += tc.function.arguments
+                    fragments += 1
+            assert finish is None, "chunks after the finish chunk"
+            finish = c.finish_reason
         assert finish == "tool_calls", finish
-        assert calls and all(e["id"] and e["name"] == "get_weather" for e in calls.values()), calls
+        assert calls and all(e["name"] == "get_weather" for e in calls.values()), calls
+        assert fragments > len(calls), f"arguments in one piece per call: {calls}"
         for e in calls.values():
             validate(json.loads(e["arguments"]), WEATHER["function"]["parameters"])
+
+    def test_parallel_tool_calls_false(self):
+        tools = [WEATHER]
+        for stream in (False, True):
+            r = self.create(
+                messages=user("Weather in Oslo, in Paris and in Rome, in celsius? One call per city."),
+                tools=tools,
+                tool_choice="required",
+                parallel_tool_calls=False,
+                max_tokens=120,
+                stream=stream,
+            )
+            if stream:
+                indexes = {tc.index for ch in r if ch.choices for tc in ch.choices[0].delta.tool_calls or []}
+                assert indexes == {0}, indexes
+            else:
+                calls = r.choices[0].message.tool_calls
+                assert calls is not None and len(calls) == 1, calls
+                self.check_call(calls[0], tools)
+
+    def test_logprobs(self):
+        def check(entries, text):
+            assert entries, "no logprobs"
+            assert "".join(e.token for e in entries) == text or bytes(
+                b for e in entries for b in e.bytes
+            ).decode() == text, (entries, text)
+            for e in entries:
+                assert math.isfinite(e.logprob) and e.logprob <= 0, e
+                assert len(e.top_logprobs) <= 3, e
+                for a in e.top_logprobs:
+                    assert math.isfinite(a.logprob) and a.logprob <= 0, a
+                    assert isinstance(a.token, str) and isinstance(a.bytes, list), a
+
+        kw = dict(
+            messages=user("Give a JSON object with a key 'colour' for the sky."),
+            response_format={"type": "json_object"},
+            logprobs=True,
+            top_logprobs=3,
+            max_tokens=20,
+        )
+        r = self.create(**kw)
+        check(r.choices[0].logprobs.content, r.choices[0].message.content)
+        entries, text = [], ""
+        for chunk in self.create(stream=True, **kw):
+            if chunk.choices:
+                text += chunk.choices[0].delta.content or ""
+                if chunk.choices[0].logprobs and chunk.choices[0].logprobs.content:
+                    entries += chunk.choices[0].logprobs.content
+        check(entries, text)
+
+    def respond(self, **kw):
+        kw.setdefault("model", self.model)
+        kw.setdefault("temperature", 0)
+        return self.client.responses.create(**kw)
+
+    def test_responses_text_format(self):
+        fmt = {"type": "json_schema", "name": "person", "schema": PERSON, "strict": True}
+        r = self.respond(
+            instructions="Answer in JSON.",
+            input="Describe Ada Lovelace, 36 years old, from London.",
+            text={"format": fmt},
+            max_output_tokens=120,
+        )
+        assert r.object == "response" and r.status == "completed", r
+        validate(json.loads(r.output_text), PERSON)
+        assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0, r.usage
+        assert r.usage.total_tokens == r.usage.input_tokens + r.usage.output_tokens
+
+        types, text, completed = [], "", None
+        stream = self.respond(
+            input=[{"role": "user", "content": [{"type": "input_text", "text": "Describe Alan Turing, 41, from Manchester."}]}],
+            text={"format": fmt},
+            max_output_tokens=120,
+            stream=True,
+        )
+        for event in stream:
+            assert event.sequence_number == len(types), event
+            types.append(event.type)
+            if event.type == "response.output_text.delta":
+                text += event.delta
+            elif event.type == "response.completed":
+                completed = event.response
+        assert types[:2] == ["response.created", "response.in_progress"], types
+        assert types[-1] == "response.completed", types
+        assert types.count("response.output_text.delta") > 1, types
+        validate(json.loads(text), PERSON)
+        assert completed.output_text == text, completed
+
+        r = self.respond(input="Give a JSON object with a key 'colour' for the sky.",
+                         text={"format": {"type": "json_object"}}, max_output_tokens=40)
+        assert isinstance(json.loads(r.output_text), dict), r.output_text
+
+    def test_responses_tools(self):
+        params = WEATHER["function"]["parameters"]
+        tools = [{"type": "function", "name": "get_weather", "description": "Current weather in a city",
+                  "parameters": params, "strict": False}]
+        r = self.respond(input="What is the weather in Paris?", tools=tools, tool_choice="required",
+                         max_output_tokens=100)
+        calls = [o for o in r.output if o.type == "function_call"]
+        assert calls and all(c.name == "get_weather" and c.call_id for c in calls), r.output
+        validate(json.loads(calls[0].arguments), params)
+
+        args, done = "", None
+        for event in self.respond(input="Weather in Oslo?", tools=tools, tool_choice="required",
+                                  parallel_tool_calls=False, max_output_tokens=100, stream=True):
+            if event.type == "response.function_call_arguments.delta":
+                args += event.delta
+            elif event.type == "response.function_call_arguments.done":
+                done = event.arguments
+        assert done == args, (done, args)
+        validate(json.loads(args), params)
+
+        first = calls[0]
+        r2 = self.respond(
+            input=[
+                {"role": "user", "content": "What is the weather in Paris?"},
+                {"type": "function_call", "call_id": first.call_id, "name": first.name, "arguments": first.arguments},
+                {"type": "function_call_output", "call_id": first.call_id, "output": "sunny, 21 C"},
+            ],
+            tools=tools,
+            tool_choice="none",
+            max_output_tokens=30,
+        )
+        assert isinstance(r2.output_text, str) and r2.output[0].type == "message", r2.output
+        try:
+            self.respond(input="x", previous_response_id=r2.id)
+        except openai.BadRequestError as e:
+            assert e.param == "previous_response_id", e.body
+        else:
+            raise AssertionError("previous_response_id was accepted")
+
+    def test_response_format_with_tools(self):
+        fmt = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}}
+        for choice in ("auto", "none"):
+            r = self.create(
+                messages=user("Describe Ada Lovelace, 36 years old, from London."),
+                tools=[WEATHER],
+                tool_choice=choice,
+                response_format=fmt,
+                max_tokens=120,
+            )
+            message = r.choices[0].message
+            if message.tool_calls:
+                assert choice == "auto", message
+                for call in message.tool_calls:
+                    self.check_call(call, [WEATHER])
+            else:
+                validate(json.loads(message.content), PERSON)
 
     def test_invalid_schema_is_a_400(self):
         bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}

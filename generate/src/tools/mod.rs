@@ -22,8 +22,9 @@
 //!   all, `auto` is plain text without the rule).
 //! - Calls are compact JSON (no whitespace between tokens, so the bytes the schema forces are
 //!   fed to the model without sampling) and use no `\u` escapes (see [`CallSequence`]).
-//! - [`Generator::generate_tool_turn`] adds a limit on the calls per turn and a prefill for
-//!   text answers ([`TurnOptions`]).
+//! - [`Generator::generate_tool_turn`] adds a limit on the calls per turn, a prefill for
+//!   text answers, and a JSON Schema text answers follow instead of the text rule (OpenAI's
+//!   `response_format` together with tools; see [`TurnOptions`]).
 //!
 //! # Formats
 //!
@@ -426,6 +427,10 @@ pub struct TurnOptions {
     /// answer is started for them (for example `The answer is`). The reply's text includes
     /// it; `on_text` receives it first. Ignored in turns that may call tools.
     pub prefill: Option<String>,
+    /// A JSON Schema a text answer follows (OpenAI's `response_format` together with tools):
+    /// the turn is then calls or a JSON document of this schema. In `auto` the two may share
+    /// their first bytes; the reply is calls when the text parses as calls of the format.
+    pub text_schema: Option<Value>,
 }
 
 /// The constraint and prompt decisions for one turn.
@@ -686,17 +691,28 @@ impl<M: Model> Generator<M> {
         } else {
             TextGuard::new(b"", b"")
         };
+        // A text answer under a schema: its grammar (compiled with the generator's options,
+        // like any response format), and its part of the cache key.
+        let text_grammar = match &turn.text_schema {
+            Some(s) if branches != Branches::Calls => Some(self.compile(s)?.0),
+            _ => None,
+        };
+        let text_key = turn
+            .text_schema
+            .as_ref()
+            .filter(|_| text_grammar.is_some())
+            .map_or(String::new(), |s| format!("\0answer\0{s}"));
         // The constraint's grammar (compact JSON) and mask cache, kept across turns.
         let (schema, key) = if branches == Branches::Text {
             (
                 Value::Bool(true),
-                format!("tools\0text\0{}\0{}", plan.guard, format.name()),
+                format!("tools\0text\0{}\0{}{text_key}", plan.guard, format.name()),
             )
         } else {
             let owned: Vec<Tool> = plan.callable.iter().map(|t| (*t).clone()).collect();
             self.check_tools(&owned)?;
             let schema = format.call_schema(&plan.callable, max_calls);
-            let key = format!("tools\0{branches:?}\0{}\0{schema}", format.name());
+            let key = format!("tools\0{branches:?}\0{}\0{schema}{text_key}", format.name());
             (schema, key)
         };
         let mut compile_ms = 0.0;
@@ -718,7 +734,14 @@ impl<M: Model> Generator<M> {
         };
         let calls = (branches != Branches::Text)
             .then(|| CallSequence::new(grammar.clone(), Arc::new(format.layout(max_calls))));
-        let mut recognizer = ToolRecognizer::new(branches, text, calls);
+        let mut recognizer = match &text_grammar {
+            Some(g) => ToolRecognizer::with_schema_text(
+                branches,
+                crate::SchemaRecognizer::new(g.clone()),
+                calls,
+            ),
+            None => ToolRecognizer::new(branches, text, calls),
+        };
         let prefill = match &turn.prefill {
             Some(p) if branches == Branches::Text && !p.is_empty() => {
                 if let Some(i) = p.bytes().position(|b| !recognizer.try_push_byte(b)) {
@@ -790,6 +813,8 @@ impl<M: Model> Generator<M> {
         let is_call = match branches {
             Branches::Text => false,
             Branches::Calls => true,
+            // A JSON answer and a call may both start with `{`.
+            Branches::Either if text_grammar.is_some() => format.parse_calls(&out.text).is_ok(),
             Branches::Either => format.is_call(&out.text),
         };
         if !is_call {

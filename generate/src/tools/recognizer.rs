@@ -514,6 +514,30 @@ impl Recognizer for TextGuard {
     }
 }
 
+/// The text branch of a [`ToolRecognizer`]: free text under a [`TextGuard`], or a JSON
+/// document of a schema (a `response_format` given together with tools).
+#[derive(Debug, Clone)]
+enum TextBranch {
+    Guard(TextGuard),
+    Schema(Box<crate::SchemaRecognizer>),
+}
+
+impl TextBranch {
+    fn inner(&self) -> &dyn Recognizer {
+        match self {
+            TextBranch::Guard(g) => g,
+            TextBranch::Schema(s) => s.as_ref(),
+        }
+    }
+
+    fn inner_mut(&mut self) -> &mut dyn Recognizer {
+        match self {
+            TextBranch::Guard(g) => g,
+            TextBranch::Schema(s) => s.as_mut(),
+        }
+    }
+}
+
 /// Which branches a [`ToolRecognizer`] has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Branches {
@@ -533,7 +557,7 @@ pub enum Branches {
 /// complete call: there are no half-formed calls.
 #[derive(Debug, Clone)]
 pub struct ToolRecognizer {
-    text: TextGuard,
+    text: TextBranch,
     calls: Option<CallSequence>,
     text_alive: bool,
     calls_alive: bool,
@@ -555,12 +579,30 @@ impl ToolRecognizer {
             "the call branch needs a call sequence"
         );
         ToolRecognizer {
-            text,
+            text: TextBranch::Guard(text),
             calls,
             text_alive: branches != Branches::Calls,
             calls_alive,
             journal: Vec::new(),
         }
+    }
+
+    /// A recognizer whose text answers are JSON documents of `text`'s schema instead of
+    /// guarded free text. In [`Branches::Either`] both branches read every byte, so an answer
+    /// and a call may share their first bytes (`{` in the JSON formats) and the first byte
+    /// that only one allows decides.
+    ///
+    /// # Panics
+    ///
+    /// As [`ToolRecognizer::new`].
+    pub fn with_schema_text(
+        branches: Branches,
+        text: crate::SchemaRecognizer,
+        calls: Option<CallSequence>,
+    ) -> Self {
+        let mut r = ToolRecognizer::new(branches, TextGuard::new(b"", b""), calls);
+        r.text = TextBranch::Schema(Box::new(text));
+        r
     }
 
     /// Whether the text so far can still be (part of) a text answer.
@@ -582,7 +624,7 @@ impl ToolRecognizer {
 
 impl Recognizer for ToolRecognizer {
     fn try_push_byte(&mut self, byte: u8) -> bool {
-        let t = self.text_alive && self.text.try_push_byte(byte);
+        let t = self.text_alive && self.text.inner_mut().try_push_byte(byte);
         let c = self.calls_alive
             && self
                 .calls
@@ -603,7 +645,7 @@ impl Recognizer for ToolRecognizer {
                 return;
             };
             if self.text_alive {
-                self.text.pop_bytes(1);
+                self.text.inner_mut().pop_bytes(1);
             }
             if self.calls_alive
                 && let Some(calls) = self.calls.as_mut()
@@ -616,14 +658,14 @@ impl Recognizer for ToolRecognizer {
     }
 
     fn is_accepting(&self) -> bool {
-        (self.text_alive && self.text.is_accepting())
+        (self.text_alive && self.text.inner().is_accepting())
             || (self.calls_alive && self.calls.as_ref().is_some_and(|c| c.is_accepting()))
     }
 
     fn state_key(&self, key: &mut Vec<u32>) -> bool {
         key.push(((self.text_alive as u32) << 1) | self.calls_alive as u32);
-        if self.text_alive {
-            self.text.state_key(key);
+        if self.text_alive && !self.text.inner().state_key(key) {
+            return false;
         }
         if self.calls_alive
             && let Some(c) = &self.calls
@@ -636,9 +678,9 @@ impl Recognizer for ToolRecognizer {
     fn describe(&self) -> String {
         match (self.text_alive, &self.calls) {
             (true, Some(c)) if self.calls_alive => {
-                format!("{} or {}", self.text.describe(), c.describe())
+                format!("{} or {}", self.text.inner().describe(), c.describe())
             }
-            (true, _) => self.text.describe(),
+            (true, _) => self.text.inner().describe(),
             (false, Some(c)) => c.describe(),
             (false, None) => "nothing".into(),
         }
@@ -649,7 +691,7 @@ impl Recognizer for ToolRecognizer {
     }
 
     fn completion(&mut self, max_len: usize) -> Option<Vec<u8>> {
-        if self.text_alive && self.text.is_accepting() {
+        if self.text_alive && self.text.inner().is_accepting() {
             return Some(Vec::new());
         }
         if self.calls_alive
@@ -659,7 +701,7 @@ impl Recognizer for ToolRecognizer {
             return Some(bytes);
         }
         if self.text_alive {
-            return self.text.completion(max_len);
+            return self.text.inner_mut().completion(max_len);
         }
         None
     }

@@ -376,6 +376,7 @@ impl ToolLoop {
             let turn = TurnOptions {
                 max_calls: self.max_calls,
                 prefill: self.answer_prefix.clone(),
+                text_schema: None,
             };
             let (reply, output) = generator.generate_tool_turn(
                 result.messages.clone(),

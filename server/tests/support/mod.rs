@@ -429,3 +429,25 @@ pub async fn eventually(limit: Duration, what: &str, mut f: impl AsyncFnMut() ->
 pub fn user(text: &str) -> Value {
     serde_json::json!([{"role": "user", "content": text}])
 }
+
+/// A chat completions tool with one string argument, `city`.
+pub fn weather_tool() -> Value {
+    serde_json::json!({"type": "function", "function": {"name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}},
+            "required": ["city"], "additionalProperties": false}}})
+}
+
+/// A chat completions tool without arguments.
+pub fn clock_tool() -> Value {
+    serde_json::json!({"type": "function", "function": {"name": "current_time",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": false}}})
+}
+
+/// Knobs for a model that writes `script`.
+pub fn script(script: &str) -> Knobs {
+    Knobs {
+        script: script.into(),
+        ..Knobs::default()
+    }
+}
