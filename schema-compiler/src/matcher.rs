@@ -1310,9 +1310,12 @@ impl State {
         }
         let f = &self.frames[t];
         let decided = |o: &Obl| o.role == Role::Contains || f.slot_mode != Mode::All;
+        // Failed obligations count too: the syntax is chosen after the number's first byte
+        // was fed to them, and that byte may have failed one only because of how it spells
+        // the value (`0.115E+2` is 11.5).
         let inexact = self.obls[f.slot_start as usize..f.slot_end as usize]
             .iter()
-            .any(|o| !o.failed && decided(o) && !g.number_exact(o.lexer));
+            .any(|o| decided(o) && !g.number_exact(o.lexer));
         if inexact {
             g.canonical_syntax
         } else {
