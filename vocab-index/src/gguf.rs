@@ -25,7 +25,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::hf::{byte_level_byte, parse_byte_fallback};
+use crate::hf::{byte_level_decode_into, parse_byte_fallback};
 use crate::{Error, Result, TokenId, Vocabulary};
 
 /// The file's first four bytes.
@@ -453,24 +453,10 @@ fn token_bytes(family: Family, kind: i64, text: &[u8], out: &mut Vec<u8>) {
                 }
                 out.extend_from_slice(rest);
             }
-            Family::ByteLevel => {
-                let start = out.len();
-                let Ok(text) = std::str::from_utf8(text) else {
-                    out.extend_from_slice(text);
-                    return;
-                };
-                for c in text.chars() {
-                    match byte_level_byte(c) {
-                        Some(b) => out.push(b),
-                        None => {
-                            // A character outside the map: the token is plain text.
-                            out.truncate(start);
-                            out.extend_from_slice(text.as_bytes());
-                            return;
-                        }
-                    }
-                }
-            }
+            Family::ByteLevel => match std::str::from_utf8(text) {
+                Ok(text) => byte_level_decode_into(text, out),
+                Err(_) => out.extend_from_slice(text),
+            },
         },
         token_type::BYTE if family == Family::SentencePiece => {
             if let Some(b) = std::str::from_utf8(text).ok().and_then(parse_byte_fallback) {

@@ -198,19 +198,7 @@ impl Decoding {
                     }
                 }
                 Step::ByteLevel => {
-                    let start = out.len();
-                    for c in text.chars() {
-                        match byte_level_byte(c) {
-                            Some(b) => out.push(b),
-                            None => {
-                                // Like the ByteLevel decoder: a token with any character outside
-                                // the map is taken as plain text.
-                                out.truncate(start);
-                                out.extend_from_slice(text.as_bytes());
-                                return;
-                            }
-                        }
-                    }
+                    byte_level_decode_into(&text, out);
                     return;
                 }
             }
@@ -362,8 +350,24 @@ const BYTE_LEVEL_SHIFTED: [u8; 68] = {
     table
 };
 
+/// Appends the bytes a GPT-2 byte-level token stands for; like the ByteLevel decoder, a token
+/// with any character outside the map is taken as plain text.
+pub(crate) fn byte_level_decode_into(token: &str, out: &mut Vec<u8>) {
+    let start = out.len();
+    for c in token.chars() {
+        match byte_level_byte(c) {
+            Some(b) => out.push(b),
+            None => {
+                out.truncate(start);
+                out.extend_from_slice(token.as_bytes());
+                return;
+            }
+        }
+    }
+}
+
 /// The GPT-2 byte-to-unicode map, inverted: the byte a character stands for.
-pub(crate) fn byte_level_byte(c: char) -> Option<u8> {
+fn byte_level_byte(c: char) -> Option<u8> {
     let c = c as u32;
     if c < 0x100 {
         byte_level_printable(c).then_some(c as u8)
