@@ -88,9 +88,19 @@ fn test_steps() -> Vec<Step> {
                 "--examples",
             ],
         ),
+        // Selected with `--workspace`, so that the dependencies resolve to the features the
+        // step above built them with and only the CLI is compiled again (with `-p cli` about a
+        // hundred dependencies are built a second time on a cold run).
         cargo(
             "the CLI with MLX (`--runtime mlx`)",
-            ["test", "-p", "cli", "--features", "mlx", "--test", "mlx"],
+            [
+                "test",
+                "--workspace",
+                "--features",
+                "cli/mlx",
+                "--test",
+                "mlx",
+            ],
         ),
         cargo(
             "benchmarks build",
