@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow};
 use generate::{GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, Tokenizer};
 use runtime_llama::{LlamaConfig, LlamaModel};
-use schema_compiler::Whitespace;
+use schema_compiler::{PropertyOrder, Whitespace};
 use serde_json::Value;
 
 use crate::runtime::{AnyModel, Runtime};
@@ -185,12 +185,31 @@ pub struct JsonArgs {
     /// at most one line break and 16 spaces between tokens). Tool calls are always compact.
     #[arg(long, value_enum, default_value_t = Layout::Compact)]
     pub whitespace: Layout,
+    /// The order of object members in JSON generated under a schema: `any`, or `schema` (the
+    /// order of each object's `properties`, the other members after them, as OpenAI's strict
+    /// structured outputs promise).
+    #[arg(long, value_enum, default_value_t = MemberOrder::Any)]
+    pub property_order: MemberOrder,
+}
+
+/// The order of object members (`--property-order`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemberOrder {
+    /// Any order.
+    #[default]
+    Any,
+    /// The order of the schema's `properties`; the other members after them.
+    Schema,
 }
 
 impl JsonArgs {
-    /// Sets the generator's whitespace policy for the schemas it compiles.
+    /// Sets the generator's whitespace policy and member order for the schemas it compiles.
     pub fn apply<M: generate::Model>(&self, generator: &mut Generator<M>) {
         generator.set_whitespace(self.whitespace.whitespace());
+        generator.set_property_order(match self.property_order {
+            MemberOrder::Any => PropertyOrder::Any,
+            MemberOrder::Schema => PropertyOrder::Schema,
+        });
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `stencil` binary from the outside: clear errors for bad input, and the demo's first
-//! example and the whitespace policies on the real default model.
+//! example, the whitespace policies and the member order on the real default model.
 
 mod support;
 
@@ -21,7 +21,13 @@ fn the_commands_that_generate_json_take_a_whitespace_policy() {
         let out = stencil(&[cmd, "--help"]);
         assert!(out.status.success());
         let help = text(&out.stdout);
-        for word in ["--whitespace", "compact", "flexible", "pretty"] {
+        for word in [
+            "--whitespace",
+            "compact",
+            "flexible",
+            "pretty",
+            "--property-order",
+        ] {
             assert!(
                 help.contains(word),
                 "{word} missing from {cmd} --help:\n{help}"
@@ -70,6 +76,23 @@ fn generated_json_is_compact_unless_asked_otherwise() {
     let laid_out = generated(&["--whitespace", "pretty"]);
     assert_eq!(laid_out, pretty(&laid_out, 2), "not the pretty layout");
     assert!(laid_out.contains("\n  \""), "{laid_out}");
+}
+
+#[test]
+fn property_order_schema_keeps_the_schemas_order() {
+    let written = generated(&["--property-order", "schema"]);
+    let doc: serde_json::Value = serde_json::from_str(&written).unwrap();
+    let keys: Vec<&str> = doc
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    // The schema lists them so; sorted they would be address, name, tags.
+    assert_eq!(keys, ["name", "tags", "address"], "{written}");
+    let out = stencil(&["generate", "--property-order", "sorted", "--prompt", "hi"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stderr).contains("--property-order"));
 }
 
 #[test]

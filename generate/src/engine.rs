@@ -8,7 +8,7 @@ use std::time::Instant;
 use lru::LruCache;
 use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session, apply};
 use sampler::{Sampler, SamplerConfig};
-use schema_compiler::{Grammar, Options, Whitespace};
+use schema_compiler::{Grammar, Options, PropertyOrder, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
@@ -328,6 +328,22 @@ impl<M: Model> Generator<M> {
         }
     }
 
+    /// The order in which object members are generated, for the schemas compiled from now on
+    /// (default: [`PropertyOrder::Any`]; [`PropertyOrder::Schema`] is the order of each
+    /// schema's `properties`, as OpenAI's strict structured outputs promise). Grammars of both
+    /// orders stay in the cache side by side, so switching per request costs nothing.
+    pub fn set_property_order(&mut self, order: PropertyOrder) {
+        self.options.property_order = order;
+    }
+
+    /// The cache key of `schema` compiled with the current options.
+    fn schema_key(&self, schema: &Value) -> String {
+        match self.options.property_order {
+            PropertyOrder::Any => schema.to_string(),
+            PropertyOrder::Schema => format!("in schema order\0{schema}"),
+        }
+    }
+
     /// Writes a JSON line per decoding step to `sink` (allowed-token count, forced or sampled,
     /// cache hit, mask time).
     pub fn set_trace(&mut self, sink: Option<TraceSink>) {
@@ -357,7 +373,7 @@ impl<M: Model> Generator<M> {
 
     /// Compiles `schema` (or takes it from the cache); returns the compile time in ms.
     pub fn compile(&mut self, schema: &Value) -> Result<(Arc<Grammar>, f64), GenerateError> {
-        let key = schema.to_string();
+        let key = self.schema_key(schema);
         if let Some(c) = self.grammars.get(&key) {
             return Ok((c.grammar.clone(), 0.0));
         }
@@ -406,7 +422,7 @@ impl<M: Model> Generator<M> {
         if grammar.options() != &self.options {
             return false;
         }
-        let key = schema.to_string();
+        let key = self.schema_key(schema);
         if self.grammars.get(&key).is_none() {
             self.put_compiled(key, grammar, None);
         }
@@ -462,7 +478,7 @@ impl<M: Model> Generator<M> {
         match &request.schema {
             Some(schema) => {
                 let (grammar, compile_ms) = self.compile(schema)?;
-                let key = schema.to_string();
+                let key = self.schema_key(schema);
                 let mut compiled = self.grammars.pop(&key).expect("just compiled");
                 let session =
                     Session::new(self.kernel.clone(), SchemaRecognizer::new(grammar.clone()));

@@ -18,10 +18,10 @@ use std::sync::Arc;
 use generate::SchemaRecognizer;
 use kernel_support::cases::{Case, cases};
 use kernel_support::{
-    Plain, Rng, Tok, brute_mask, diff, grammar, grammar_with, recognizer_at, spelled, tok,
+    Plain, Rng, Tok, brute_mask, diff, grammar, grammar_with_options, recognizer_at, spelled, tok,
 };
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, MaskStats, Session};
-use schema_compiler::{Grammar, Options, Whitespace};
+use schema_compiler::{Grammar, Matcher, Options, PropertyOrder, Whitespace};
 use vocab_index::TokenId;
 
 /// Per grammar and tokenizer: caches shared by every session, one per trie backend.
@@ -36,11 +36,12 @@ struct Ctx {
 }
 
 impl Ctx {
-    fn new(tok: Arc<Tok>, case: &Case, ws: Whitespace) -> Ctx {
+    fn new(tok: Arc<Tok>, case: &Case, options: &Options) -> Ctx {
         let tiny = tok.vocab.len().div_ceil(8) + 256;
+        let (ws, order) = (options.whitespace, options.property_order);
         Ctx {
-            what: format!("{} / {} / {ws:?}", tok.name, case.name),
-            g: grammar_with(&case.schema, ws),
+            what: format!("{} / {} / {ws:?} / {order:?}", tok.name, case.name),
+            g: grammar_with_options(&case.schema, options),
             tok,
             shared: [MaskCache::default(), MaskCache::default()],
             tiny: [MaskCache::new(tiny), MaskCache::new(tiny)],
@@ -139,14 +140,30 @@ fn brute_all() -> bool {
 fn run_case(
     tok: &Arc<Tok>,
     case: &Case,
-    ws: Whitespace,
+    options: &Options,
     stride: usize,
     walks: u64,
     steps: usize,
 ) -> (usize, usize) {
-    let mut ctx = Ctx::new(tok.clone(), case, ws);
+    let mut ctx = Ctx::new(tok.clone(), case, options);
+    let ws = options.whitespace;
     let stride = if brute_all() { 1 } else { stride };
-    let valid: Vec<String> = case.valid.iter().map(|t| spelled(t, ws)).collect();
+    // Under `PropertyOrder::Schema`, the instances whose members are in the schema's order.
+    let valid: Vec<String> = case
+        .valid
+        .iter()
+        .map(|t| spelled(t, ws))
+        .filter(|t| Matcher::new(ctx.g.clone()).push_bytes(t.as_bytes()).is_ok())
+        .collect();
+    if valid.is_empty() {
+        assert_eq!(
+            options.property_order,
+            PropertyOrder::Schema,
+            "{}",
+            ctx.what
+        );
+        return (0, 0);
+    }
     for text in &valid {
         let text = text.as_bytes();
         for i in 0..=text.len() {
@@ -224,14 +241,51 @@ fn run_with(
     walks: u64,
     steps: usize,
 ) {
+    let options = Options::generation().whitespace(ws);
+    run_options(&options, name, only, stride, walks, steps);
+}
+
+fn run_options(
+    options: &Options,
+    name: &'static str,
+    only: Option<&[&str]>,
+    stride: usize,
+    walks: u64,
+    steps: usize,
+) -> usize {
     let tok = tok(name);
+    let mut states = 0;
     for case in cases() {
         if only.is_some_and(|o| !o.contains(&case.name)) {
             continue;
         }
-        run_case(&tok, &case, ws, stride, walks, steps);
+        states += run_case(&tok, &case, options, stride, walks, steps).0;
     }
+    states
 }
+
+/// Members held to the schema's order: the key masks (and the kernel's cache keys and splits
+/// inside keys) follow the order, the required keys and `minProperties`.
+#[test]
+fn llama3_schema_order_masks_equal_the_brute_force() {
+    let options = Options::generation().property_order(PropertyOrder::Schema);
+    let states = run_options(&options, "llama3", None, 4, 3, 8);
+    assert!(states > 1000, "only {states} states checked");
+}
+
+#[test]
+fn gemma3_schema_order_masks_equal_the_brute_force() {
+    let options = Options::generation().property_order(PropertyOrder::Schema);
+    run_options(&options, "gemma3", Some(ORDERED), 6, 2, 8);
+}
+
+/// The cases with objects of several listed members.
+const ORDERED: &[&str] = &[
+    "nested objects with defaults",
+    "oneOf and anyOf of objects",
+    "many literal keys",
+    "bounded names",
+];
 
 #[test]
 fn llama3_masks_equal_the_brute_force() {

@@ -6,7 +6,7 @@ use mask_kernel::Kernel;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
-use schema_compiler::{NoteKind, Options, Whitespace};
+use schema_compiler::{NoteKind, Options, PropertyOrder, Whitespace};
 
 use crate::errors::schema_error;
 use crate::vocab::Vocab;
@@ -24,6 +24,18 @@ fn whitespace(name: &str) -> PyResult<Whitespace> {
             "whitespace must be \"compact\" (none outside strings), \"pretty\" (a fixed indented \
              layout) or \"flexible\" (at most one line break and 16 spaces between tokens), got \
              {other:?}"
+        ))),
+    }
+}
+
+/// The member orders by name, as the CLI's `--property-order` names them.
+fn property_order(name: &str) -> PyResult<PropertyOrder> {
+    match name {
+        "any" => Ok(PropertyOrder::Any),
+        "schema" => Ok(PropertyOrder::Schema),
+        other => Err(PyValueError::new_err(format!(
+            "property_order must be \"any\" or \"schema\" (the order of each object's \
+             `properties`, the other members after them), got {other:?}"
         ))),
     }
 }
@@ -66,20 +78,23 @@ impl Grammar {
     ///
     /// `strict=True` refuses keywords the compiler does not implement; `strict=False` ignores
     /// them and lists them in `relaxations`. `whitespace` is `"compact"`, `"pretty"` or
-    /// `"flexible"`. Raises `SchemaError` (with `.keyword` and `.pointer`). The GIL is
-    /// released while compiling.
+    /// `"flexible"`. `property_order` is `"any"` or `"schema"` (members in the order of each
+    /// object's `properties`, the others after them). Raises `SchemaError` (with `.keyword`
+    /// and `.pointer`). The GIL is released while compiling.
     #[staticmethod]
-    #[pyo3(signature = (schema, vocab, *, strict=true, whitespace="compact"))]
+    #[pyo3(signature = (schema, vocab, *, strict=true, whitespace="compact", property_order="any"))]
     fn from_json_schema(
         py: Python<'_>,
         schema: &Bound<'_, PyAny>,
         vocab: Bound<'_, Vocab>,
         strict: bool,
         whitespace: &str,
+        property_order: &str,
     ) -> PyResult<Grammar> {
         let options = Options::generation()
             .strict(strict)
-            .whitespace(self::whitespace(whitespace)?);
+            .whitespace(self::whitespace(whitespace)?)
+            .property_order(self::property_order(property_order)?);
         let text: String = if let Ok(s) = schema.cast::<PyString>() {
             s.extract()?
         } else if schema.is_instance_of::<PyDict>() || schema.is_instance_of::<PyBool>() {

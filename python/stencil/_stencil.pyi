@@ -70,8 +70,10 @@ class Grammar:
         *,
         strict: bool = True,
         whitespace: str = "compact",
+        property_order: str = "any",
     ) -> "Grammar":
-        """Raises SchemaError; ``whitespace`` is "compact", "pretty" or "flexible"."""
+        """Raises SchemaError; ``whitespace`` is "compact", "pretty" or "flexible";
+        ``property_order`` is "any" or "schema" (the order of each object's properties)."""
     @property
     def vocab(self) -> Vocab: ...
     @property

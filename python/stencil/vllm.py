@@ -11,8 +11,9 @@ A request opts in through ``SamplingParams.extra_args``::
 
 or, in the body of a request to ``vllm serve``, ``"vllm_xargs": {"json_schema": "<the schema as
 JSON text>"}``, with optional ``"json_schema_strict"`` (default true; 1 or 0 through
-``vllm_xargs``) and ``"json_schema_whitespace"`` (``"compact"``, ``"pretty"`` or
-``"flexible"``). Other requests are left alone.
+``vllm_xargs``), ``"json_schema_whitespace"`` (``"compact"``, ``"pretty"`` or
+``"flexible"``) and ``"json_schema_property_order"`` (``"any"``, or ``"schema"`` for the order
+of each object's ``properties``). Other requests are left alone.
 """
 
 import json
@@ -31,6 +32,7 @@ from ._torch import apply_bitmask_
 SCHEMA_KEY = "json_schema"
 STRICT_KEY = "json_schema_strict"
 WHITESPACE_KEY = "json_schema_whitespace"
+ORDER_KEY = "json_schema_property_order"
 
 # Compiled grammars kept per processor, least recently used dropped first.
 _MAX_GRAMMARS = 64
@@ -38,16 +40,18 @@ _MAX_GRAMMARS = 64
 _probe = None
 
 
-def _options(params: SamplingParams) -> Optional[Tuple[str, bool, str]]:
-    """The request's schema (as JSON text), strictness and whitespace, or None."""
+def _options(params: SamplingParams) -> Optional[Tuple[str, bool, str, str]]:
+    """The request's schema (as JSON text), strictness, whitespace and member order, or None."""
     extra = getattr(params, "extra_args", None) or {}
     schema = extra.get(SCHEMA_KEY)
     if schema is None:
         return None
     if not isinstance(schema, str):
-        schema = json.dumps(schema, sort_keys=True, allow_nan=False)
+        # Keys stay in their order: under "schema" member order, that of `properties` matters.
+        schema = json.dumps(schema, allow_nan=False)
     strict = extra.get(STRICT_KEY, True)
     whitespace = extra.get(WHITESPACE_KEY, "compact")
+    order = extra.get(ORDER_KEY, "any")
     # The OpenAI-compatible server passes `vllm_xargs` values as strings and numbers only.
     if strict in (0, 1) and not isinstance(strict, float):
         strict = bool(strict)
@@ -55,7 +59,9 @@ def _options(params: SamplingParams) -> Optional[Tuple[str, bool, str]]:
         raise ValueError(f"extra_args[{STRICT_KEY!r}] must be true or false (or 1 or 0), got {strict!r}")
     if not isinstance(whitespace, str):
         raise ValueError(f"extra_args[{WHITESPACE_KEY!r}] must be a str, got {whitespace!r}")
-    return schema, strict, whitespace
+    if not isinstance(order, str):
+        raise ValueError(f"extra_args[{ORDER_KEY!r}] must be a str, got {order!r}")
+    return schema, strict, whitespace, order
 
 
 def _probe_vocab() -> Vocab:
@@ -100,25 +106,29 @@ class JsonSchemaLogitsProcessor(LogitsProcessor):
         """Raises ValueError (``stencil.SchemaError`` for the schema) for a bad request."""
         options = _options(params)
         if options is not None:
-            schema, strict, whitespace = options
-            Grammar.from_json_schema(schema, _probe_vocab(), strict=strict, whitespace=whitespace)
+            schema, strict, whitespace, order = options
+            Grammar.from_json_schema(
+                schema, _probe_vocab(), strict=strict, whitespace=whitespace, property_order=order
+            )
 
     def __init__(self, vllm_config, device: torch.device, is_pin_memory: bool):
         self._vocab_size = vllm_config.model_config.get_vocab_size()
         self._tokenizer = _load_tokenizer(vllm_config)
-        self._grammars: "OrderedDict[Tuple[str, bool, str], Grammar]" = OrderedDict()
+        self._grammars: "OrderedDict[Tuple[str, bool, str, str], Grammar]" = OrderedDict()
         self._requests: Dict[int, _Request] = {}
         self._bitmask = None
 
     def is_argmax_invariant(self) -> bool:
         return False
 
-    def _grammar(self, options: Tuple[str, bool, str]) -> Grammar:
+    def _grammar(self, options: Tuple[str, bool, str, str]) -> Grammar:
         grammar = self._grammars.get(options)
         if grammar is None:
             vocab = Vocab.from_transformers(self._tokenizer, vocab_size=self._vocab_size)
-            schema, strict, whitespace = options
-            grammar = Grammar.from_json_schema(schema, vocab, strict=strict, whitespace=whitespace)
+            schema, strict, whitespace, order = options
+            grammar = Grammar.from_json_schema(
+                schema, vocab, strict=strict, whitespace=whitespace, property_order=order
+            )
             self._grammars[options] = grammar
             if len(self._grammars) > _MAX_GRAMMARS:
                 self._grammars.popitem(last=False)

@@ -157,6 +157,37 @@ def test_the_seed_schema_on_llama3(llama3_vocab):
     assert allowed(bitmask) == llama3_vocab.eos_token_ids
 
 
+def test_schema_property_order_follows_the_dicts_order(llama3_vocab):
+    # Not alphabetical: the dict's own order is the schema's.
+    schema = {
+        "type": "object",
+        "properties": {"reasoning": {"type": "string"}, "answer": {"type": "integer"}},
+        "required": ["reasoning", "answer"],
+        "additionalProperties": False,
+    }
+    single = {}
+    special = set(llama3_vocab.special_token_ids)
+    for i in range(len(llama3_vocab)):
+        if i not in special and len(llama3_vocab.token_bytes(i)) == 1:
+            single.setdefault(llama3_vocab.token_bytes(i), i)
+
+    def accepts(grammar, text: bytes) -> bool:
+        m = Matcher(grammar)
+        return m.accept_tokens([single[bytes([b])] for b in text]) == len(text) and m.is_accepting()
+
+    in_order = b'{"reasoning":"2+2","answer":4}'
+    reversed_order = b'{"answer":4,"reasoning":"2+2"}'
+    ordered = Grammar.from_json_schema(schema, llama3_vocab, property_order="schema")
+    assert accepts(ordered, in_order)
+    assert not accepts(ordered, reversed_order)
+    # After "{", the first required key is the only continuation.
+    m = Matcher(ordered)
+    assert m.accept_token(single[b"{"])
+    assert b"".join(llama3_vocab.token_bytes(t) for t in m.forced_tokens()).startswith(b'"reasoning')
+    any_order = Grammar.from_json_schema(schema, llama3_vocab)
+    assert accepts(any_order, in_order) and accepts(any_order, reversed_order)
+
+
 def test_grammars_are_shared_between_threads(llama3_vocab):
     grammar = Grammar.from_json_schema(COUNTRIES, llama3_vocab)
     size = len(llama3_vocab)

@@ -62,6 +62,11 @@ def test_an_unknown_whitespace_policy():
         Grammar.from_json_schema(BOOLEAN, tiny_vocab(), whitespace="loose")
 
 
+def test_an_unknown_property_order():
+    with pytest.raises(ValueError, match="property_order must be"):
+        Grammar.from_json_schema(BOOLEAN, tiny_vocab(), property_order="alphabetical")
+
+
 @pytest.mark.parametrize(
     "bitmask, error, message",
     [

@@ -195,6 +195,13 @@ pub struct Program {
     pub leaves: Vec<LeafSpec>,
     /// Every leaf is essential: the formula is a conjunction of leaves (or `True`).
     pub all_essential: bool,
+    /// Per leaf: whether the formula is monotone in it (the leaf is reached through `allOf`
+    /// and `anyOf` alone), so that a leaf that accepts fewer documents can only make the
+    /// formula accept fewer.
+    pub positive: Vec<bool>,
+    /// Under [`crate::PropertyOrder::Schema`]: the formula is one object leaf or a disjunction
+    /// of them, so each leaf may hold its members to its own order (see [`ObjSpec::listed`]).
+    pub ordered: bool,
 }
 
 /// Object keywords of one schema.
@@ -203,7 +210,12 @@ pub struct ObjSpec {
     /// Over decoded key bytes; match ids `< nlit` are literals, `nlit..nlit+npat` patterns,
     /// `nlit+npat` the catch-all for additional properties.
     pub key_dfa: DfaId,
+    /// Literal names: those of `properties` first, in the schema's order, then the names
+    /// `required` and the dependency keywords add.
     pub lits: Vec<String>,
+    /// How many literals come from `properties` (the listed ones of
+    /// [`crate::PropertyOrder::Schema`]).
+    pub listed: u32,
     /// Member node per literal; `None`: the key is not allowed.
     pub lit_member: Vec<Option<NodeId>>,
     /// Member node per key-DFA match set id for non-literal keys; `None`: not allowed.
@@ -1550,6 +1562,7 @@ impl<'o> Builder<'o> {
         }
         let spec = ObjSpec {
             key_dfa: key_id,
+            listed: s.properties.len() as u32,
             lits,
             lit_member,
             set_member,
@@ -1613,28 +1626,34 @@ impl<'o> Builder<'o> {
             return None;
         }
         let mut p = Program::default();
-        fn flatten(e: &Expr, p: &mut Program, obj_leaf: &mut HashMap<u32, u32>) {
+        // `positive`: reached through `And` and `Or` alone, so that the formula can only lose
+        // documents when the leaf does.
+        fn flatten(e: &Expr, p: &mut Program, obj_leaf: &mut HashMap<u32, u32>, positive: bool) {
             match e {
                 Expr::True => p.ops.push(Op::True),
                 Expr::False => p.ops.push(Op::False),
                 Expr::Obj(s) => {
                     let i = p.leaves.len() as u32;
                     p.leaves.push(LeafSpec::Object(*s));
+                    p.positive.push(positive);
                     obj_leaf.entry(*s).or_insert(i);
                     p.ops.push(Op::Leaf(i));
                 }
                 Expr::Arr(s) => {
                     p.leaves.push(LeafSpec::Array(*s));
+                    p.positive.push(positive);
                     p.ops.push(Op::Leaf(p.leaves.len() as u32 - 1));
                 }
                 Expr::KeySeen(s, lit) => {
                     let leaf = obj_leaf[s];
                     p.leaves.push(LeafSpec::KeySeen { leaf, lit: *lit });
+                    p.positive.push(false);
                     p.ops.push(Op::Leaf(p.leaves.len() as u32 - 1));
                 }
                 Expr::And(xs) | Expr::Or(xs) | Expr::OneOf(xs) => {
+                    let positive = positive && !matches!(e, Expr::OneOf(_));
                     for x in xs {
-                        flatten(x, p, obj_leaf);
+                        flatten(x, p, obj_leaf, positive);
                     }
                     let n = xs.len() as u32;
                     p.ops.push(match e {
@@ -1644,18 +1663,29 @@ impl<'o> Builder<'o> {
                     });
                 }
                 Expr::Not(x) => {
-                    flatten(x, p, obj_leaf);
+                    flatten(x, p, obj_leaf, false);
                     p.ops.push(Op::Not);
                 }
             }
         }
         let mut obj_leaf = HashMap::default();
-        flatten(&e, &mut p, &mut obj_leaf);
+        flatten(&e, &mut p, &mut obj_leaf, true);
         p.all_essential = match &e {
             Expr::True | Expr::Obj(_) | Expr::Arr(_) => true,
             Expr::And(xs) => xs.iter().all(|x| matches!(x, Expr::Obj(_) | Expr::Arr(_))),
             _ => false,
         };
+        // Alternatives of single object leaves: each leaf's order restricts only its own
+        // alternative, so the union of the alternatives' ordered languages is exact.
+        fn alternatives_of_objects(e: &Expr) -> bool {
+            match e {
+                Expr::Obj(_) => true,
+                Expr::Or(xs) => xs.iter().all(alternatives_of_objects),
+                _ => false,
+            }
+        }
+        p.ordered = self.options.property_order == crate::PropertyOrder::Schema
+            && alternatives_of_objects(&e);
         self.programs.push(p);
         Some(self.programs.len() as u32 - 1)
     }

@@ -89,5 +89,7 @@ pub mod text;
 pub use error::CompileError;
 pub use grammar::{Compiler, Grammar};
 pub use matcher::{LexemeSplit, Matcher};
-pub use options::{Draft, FormatMode, KeyEscapes, Limits, NumberPolicy, Options, Whitespace};
+pub use options::{
+    Draft, FormatMode, KeyEscapes, Limits, NumberPolicy, Options, PropertyOrder, Whitespace,
+};
 pub use report::{CompileReport, Note, NoteKind};

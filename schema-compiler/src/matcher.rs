@@ -23,7 +23,7 @@
 
 use std::sync::Arc;
 
-use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, Op};
+use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, ObjSpec, Op};
 use crate::dfa::{CONTENT_LEVELS, DEAD, SPACE_LEVEL, level_is_plain};
 use crate::grammar::Grammar;
 use crate::ir::NodeId;
@@ -210,12 +210,23 @@ struct Obl {
     state: u32,
     failed: bool,
     result: bool,
+    /// The document can only lose by this obligation failing: every formula above it is
+    /// monotone in it (see [`crate::compile::Program::positive`]). Only then may the value
+    /// be held to an order of its members, which narrows what it accepts.
+    positive: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Leaf {
     spec: LeafSpec,
     alive: bool,
+    /// Positive (see [`Obl::positive`]): the obligation is, and its formula is monotone in
+    /// the leaf.
+    positive: bool,
+    /// Under [`crate::PropertyOrder::Schema`], for an object leaf held to its order: the
+    /// index of the first listed property that may still be written (`listed` once a key
+    /// outside them has been). `NONE`: any order.
+    next: u32,
     count: u32,
     contains: u32,
     /// Seen literals 0..64.
@@ -712,7 +723,7 @@ impl Matcher {
         st.marks.clear();
         st.lw = LexWalk::default();
         st.lex = Lex::default();
-        st.obls.push(new_obl(self.g.root, NONE, Role::Root));
+        st.obls.push(new_obl(self.g.root, NONE, Role::Root, true));
         st.frames.push(Frame {
             mode: Mode::All,
             slot_mode: Mode::All,
@@ -1339,10 +1350,11 @@ impl State {
             let spec = &g.arr_specs[s as usize];
             let node = spec.prefix.get(leaf.count as usize).copied().or(spec.items);
             if let Some(node) = node {
-                self.obls.push(new_obl(node, li, Role::Item));
+                self.obls.push(new_obl(node, li, Role::Item, leaf.positive));
             }
             if let Some(c) = spec.contains {
-                self.obls.push(new_obl(c, li, Role::Contains));
+                // Counted: `maxContains` turns a passing item against the array.
+                self.obls.push(new_obl(c, li, Role::Contains, false));
             }
         }
         let mut f = self.frames[t];
@@ -1360,11 +1372,25 @@ impl State {
         let parent = self.frames[t];
         let leaf_start = self.leaves.len() as u32;
         self.journal.push(Undo::Leaves(leaf_start));
+        // Members are held to an order only where one obligation's formula speaks about
+        // them: several would each bring their own listing, and must hold together.
+        let constraining = (parent.slot_start..parent.slot_end)
+            .filter(|&i| {
+                let o = &self.obls[i as usize];
+                !o.failed && !g.programs[o.prog as usize].leaves.is_empty()
+            })
+            .count();
         for i in parent.slot_start..parent.slot_end {
             let mut o = self.obls[i as usize];
             o.leaf_base = self.leaves.len() as u32;
             if !o.failed {
-                for &spec in &g.programs[o.prog as usize].leaves {
+                let prog = &g.programs[o.prog as usize];
+                for (k, &spec) in prog.leaves.iter().enumerate() {
+                    let positive = o.positive && prog.positive[k];
+                    let ordered = prog.ordered
+                        && constraining == 1
+                        && positive
+                        && matches!(spec, LeafSpec::Object(_));
                     let ext = match spec {
                         LeafSpec::Object(s) if g.obj_specs[s as usize].lits.len() > 64 => {
                             let words = g.obj_specs[s as usize].lits.len().div_ceil(64) - 1;
@@ -1378,6 +1404,8 @@ impl State {
                     self.leaves.push(Leaf {
                         spec,
                         alive: true,
+                        positive,
+                        next: if ordered { 0 } else { NONE },
                         count: 0,
                         contains: 0,
                         seen: 0,
@@ -1518,7 +1546,7 @@ impl State {
                 let spec = &g.obj_specs[s as usize];
                 let dfa = g.dfa(spec.key_dfa);
                 leaf.key_state = dfa.run(leaf.key_state, &out[..n]);
-                universal &= spec.key_universal(dfa, leaf.key_state);
+                universal &= self.key_universal(g, &leaf, spec, leaf.key_state);
                 self.set_leaf(li as usize, leaf);
             }
             // Keys that stay universal cannot change the frame's viability.
@@ -1587,7 +1615,7 @@ impl State {
                     let mut leaf = self.leaves[li as usize];
                     leaf.key_state = tuple[j];
                     universal &=
-                        g.obj_specs[specs[j] as usize].key_universal(g.dfa(dfas[j]), tuple[j]);
+                        self.key_universal(g, &leaf, &g.obj_specs[specs[j] as usize], tuple[j]);
                     self.set_leaf(li as usize, leaf);
                 }
                 universal || self.frame_viable(g, t)
@@ -1893,7 +1921,8 @@ impl State {
             let spec = &g.obj_specs[s as usize];
             let dfa = g.dfa(spec.key_dfa);
             leaf.count = leaf.count.saturating_add(1);
-            let member = if leaf.key_state == DEAD {
+            let mut written = None;
+            let mut member = if leaf.key_state == DEAD {
                 None
             } else {
                 match dfa.final_set_id(leaf.key_state) {
@@ -1908,6 +1937,7 @@ impl State {
                                 self.set_leaf(li as usize, leaf);
                                 self.mark_seen(li as usize, lit);
                                 leaf = self.leaves[li as usize];
+                                written = Some(lit);
                                 spec.lit_member[lit as usize]
                             }
                             None => spec.set_member[set_id as usize],
@@ -1915,9 +1945,15 @@ impl State {
                     }
                 }
             };
+            if member.is_some() && leaf.next != NONE {
+                match self.order_after(g, &leaf, spec, written, leaf.count as u64) {
+                    Some(next) => leaf.next = next,
+                    None => member = None,
+                }
+            }
             match member {
                 None => leaf.alive = false,
-                Some(n) => self.obls.push(new_obl(n, li, Role::Member)),
+                Some(n) => self.obls.push(new_obl(n, li, Role::Member, leaf.positive)),
             }
             self.set_leaf(li as usize, leaf);
         }
@@ -2073,11 +2109,11 @@ impl State {
     }
 
     fn lw_key_universal(&self, g: &Grammar, j: usize, state: u32) -> bool {
-        let LeafSpec::Object(s) = self.leaves[self.lw.idx[j] as usize].spec else {
+        let leaf = &self.leaves[self.lw.idx[j] as usize];
+        let LeafSpec::Object(s) = leaf.spec else {
             return false;
         };
-        let spec = &g.obj_specs[s as usize];
-        spec.key_universal(g.dfa(spec.key_dfa), state)
+        self.key_universal(g, leaf, &g.obj_specs[s as usize], state)
     }
 
     /// `slot_viable` over the walker's top states.
@@ -2310,21 +2346,16 @@ impl State {
                     let nlit = spec.lits.len();
                     let row = spec.reach_row(dfa, ks);
                     let mut ok = spec.nonlit_reachable(dfa, ks);
-                    if !ok {
-                        let seen_words = nlit.div_ceil(64).max(1);
-                        for (wi, &word) in row.iter().enumerate() {
-                            let seen = if wi == 0 {
-                                leaf.seen
-                            } else if wi < seen_words {
-                                self.bits[(leaf.ext + wi as u32 - 1) as usize]
-                            } else {
-                                0
-                            };
-                            if word & !seen != 0 {
-                                ok = true;
-                                break;
-                            }
-                        }
+                    if leaf.next != NONE {
+                        // Held to the schema's order: some key reachable from here must also
+                        // leave the leaf a way to complete.
+                        let after = leaf.count as u64 + 1;
+                        ok = ok && self.order_after(g, leaf, spec, None, after).is_some()
+                            || self.some_literal(row, leaf, nlit, |lit| {
+                                self.order_after(g, leaf, spec, Some(lit), after).is_some()
+                            });
+                    } else if !ok {
+                        ok = self.some_literal(row, leaf, nlit, |_| true);
                     }
                     if !ok {
                         return (false, true);
@@ -2395,6 +2426,106 @@ impl State {
                 (true, true)
             }
         }
+    }
+
+    /// Whether some literal set in `row` (a [`ObjSpec::reach`] row, `nlit` literals) that
+    /// `leaf` has not seen satisfies `pred`.
+    fn some_literal(
+        &self,
+        row: &[u64],
+        leaf: &Leaf,
+        nlit: usize,
+        mut pred: impl FnMut(u32) -> bool,
+    ) -> bool {
+        let seen_words = nlit.div_ceil(64).max(1);
+        for (wi, &word) in row.iter().enumerate() {
+            let seen = if wi == 0 {
+                leaf.seen
+            } else if wi < seen_words {
+                self.bits[(leaf.ext + wi as u32 - 1) as usize]
+            } else {
+                0
+            };
+            let mut w = word & !seen;
+            while w != 0 {
+                let lit = wi as u32 * 64 + w.trailing_zeros();
+                w &= w - 1;
+                if (lit as usize) < nlit && pred(lit) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// For an object leaf held to the schema's order ([`Leaf::next`]): its position after one
+    /// more key, the literal `lit` or (`None`) a key that is none of its literals, with
+    /// `count` keys written by then. `None` when that key leaves the leaf no way to complete:
+    /// it comes before the position, passes over a property that is required (or that a
+    /// written key depends on) and not written yet, or leaves too few keys for
+    /// `minProperties`.
+    fn order_after(
+        &self,
+        g: &Grammar,
+        leaf: &Leaf,
+        spec: &ObjSpec,
+        lit: Option<u32>,
+        count: u64,
+    ) -> Option<u32> {
+        let listed = spec.listed;
+        let at = leaf.next;
+        let next = match lit {
+            Some(i) if i < listed => {
+                if i < at {
+                    return None;
+                }
+                i + 1
+            }
+            _ => listed,
+        };
+        let seen = |j: u32| lit == Some(j) || self.seen(leaf, j);
+        // Listed properties the position moves past; those before `at` were checked when it
+        // moved past them.
+        let passed = |j: u32| j >= at && j < next && !seen(j);
+        if spec.required.iter().any(|&r| passed(r)) {
+            return None;
+        }
+        for (k, deps) in &spec.dependent_required {
+            let own = lit == Some(*k);
+            if (own || self.seen(leaf, *k))
+                && deps
+                    .iter()
+                    .any(|&d| if own { d < next && !seen(d) } else { passed(d) })
+            {
+                return None;
+            }
+        }
+        if spec.min_props > count {
+            // With no key outside the literals allowed, only literals after the position and
+            // those outside `properties` remain to be written.
+            let dfa = g.dfa(spec.key_dfa);
+            let start = dfa.start();
+            if !spec.nonlit_reachable(dfa, start) {
+                let row = spec.reach_row(dfa, start);
+                let room = (next..spec.lits.len() as u32)
+                    .filter(|&j| row[j as usize / 64] & (1 << (j % 64)) != 0 && !seen(j))
+                    .count() as u64;
+                if count + room < spec.min_props {
+                    return None;
+                }
+            }
+        }
+        Some(next)
+    }
+
+    /// Whether every continuation of a key from `state`, in the key DFA of `leaf`'s `spec`,
+    /// keeps a non-literal key acceptable to the leaf (its order included).
+    fn key_universal(&self, g: &Grammar, leaf: &Leaf, spec: &ObjSpec, state: u32) -> bool {
+        spec.key_universal(g.dfa(spec.key_dfa), state)
+            && (leaf.next == NONE
+                || self
+                    .order_after(g, leaf, spec, None, leaf.count as u64 + 1)
+                    .is_some())
     }
 
     fn leaf_final(&self, g: &Grammar, li: u32, o: &Obl) -> bool {
@@ -2581,7 +2712,7 @@ impl<'a> DeadSinks<'a> {
     }
 }
 
-fn new_obl(node: NodeId, sink: u32, role: Role) -> Obl {
+fn new_obl(node: NodeId, sink: u32, role: Role, positive: bool) -> Obl {
     Obl {
         node,
         sink,
@@ -2592,6 +2723,7 @@ fn new_obl(node: NodeId, sink: u32, role: Role) -> Obl {
         state: DEAD,
         failed: false,
         result: false,
+        positive,
     }
 }
 
@@ -2739,6 +2871,13 @@ impl Matcher {
                 if f.mode == Mode::Free {
                     return Some((None, None));
                 }
+                // A leaf held to the schema's order may refuse every key outside its literals.
+                let nonlit_in_order = |leaf: &Leaf, spec: &ObjSpec| {
+                    leaf.next == NONE
+                        || st
+                            .order_after(g, leaf, spec, None, leaf.count as u64 + 1)
+                            .is_some()
+                };
                 // Leaves whose key language does not take every content.
                 let narrow = |li: u32| {
                     let leaf = &st.leaves[li as usize];
@@ -2747,9 +2886,10 @@ impl Matcher {
                     };
                     let spec = &g.obj_specs[s as usize];
                     leaf.alive
-                        && !spec
+                        && (!spec
                             .key_levels(g.dfa(spec.key_dfa), leaf.key_state)
                             .live_at(level)
+                            || !nonlit_in_order(leaf, spec))
                 };
                 if !(f.leaf_start..f.leaf_end).any(narrow) {
                     return Some((None, None));
@@ -2777,6 +2917,10 @@ impl Matcher {
                         return None;
                     };
                     let spec = &g.obj_specs[s as usize];
+                    if !nonlit_in_order(leaf, spec) {
+                        // What its content may be depends on the literals: walk it.
+                        return None;
+                    }
                     let room = spec.key_budget(g.dfa(spec.key_dfa), leaf.key_state, level)?;
                     limited.push((room, li));
                 }
@@ -2929,7 +3073,7 @@ impl Matcher {
                 o.role as u32,
                 o.prog,
                 o.leaf_base.wrapping_sub(f.leaf_start),
-                o.failed as u32 | (o.result as u32) << 1,
+                o.failed as u32 | (o.result as u32) << 1 | (o.positive as u32) << 2,
             ]);
         }
         key.push(f.leaf_end - f.leaf_start);
@@ -2941,7 +3085,8 @@ impl Matcher {
             };
             key.extend([
                 spec,
-                leaf.alive as u32,
+                leaf.alive as u32 | (leaf.positive as u32) << 1,
+                leaf.next,
                 leaf.count,
                 leaf.contains,
                 leaf.seen as u32,
@@ -3005,7 +3150,7 @@ impl Matcher {
                     o.role as u32,
                     o.lexer,
                     o.state,
-                    o.failed as u32,
+                    o.failed as u32 | (o.positive as u32) << 1,
                 ]);
             }
         }

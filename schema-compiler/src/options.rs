@@ -113,6 +113,29 @@ impl Default for Limits {
     }
 }
 
+/// In which order the members of an object may be written.
+///
+/// Like whitespace, the order of members never changes what an object means, so this only
+/// decides which spellings are accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PropertyOrder {
+    /// Any order (the default).
+    #[default]
+    Any,
+    /// The order of the schema: the members named in `properties` come in the order they are
+    /// listed there (those that are absent are skipped), and every other member comes after
+    /// them. A required property is never skipped: once a later one is written, the matcher
+    /// refuses keys that would leave it out. This is the contract of OpenAI's structured
+    /// outputs, where fields such as a reasoning step must come before the answer.
+    ///
+    /// The order applies to an object whose subschemas are alternatives of plain object
+    /// schemas: one schema, or an `anyOf` of them, each alternative with its own order. Where
+    /// object subschemas must hold together (`allOf`, a `$ref` beside `properties`, several
+    /// matching `patternProperties`), or are negated or counted (`not`, `oneOf`, `if`,
+    /// `dependentSchemas`), no single listing defines an order and any order is accepted.
+    Schema,
+}
+
 /// Whether `format` asserts or only annotates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FormatMode {
@@ -140,6 +163,8 @@ pub struct Options {
     pub limits: Limits,
     /// The draft assumed when a schema has no `$schema`.
     pub default_draft: Draft,
+    /// The order in which object members may be written.
+    pub property_order: PropertyOrder,
 }
 
 /// JSON Schema drafts, as far as they change the meaning of keywords.
@@ -161,7 +186,7 @@ impl Options {
     /// Defaults for constraining generation: no whitespace outside strings
     /// ([`Whitespace::Compact`]), keys escaped only where needed, at most 20 integer digits, 20 fraction
     /// digits and 3 exponent digits, constrained numbers in plain notation, formats enforced,
-    /// strict.
+    /// members in any order, strict.
     pub fn generation() -> Options {
         Options {
             strict: true,
@@ -176,6 +201,7 @@ impl Options {
             format: FormatMode::Assert,
             limits: Limits::default(),
             default_draft: Draft::Draft2020,
+            property_order: PropertyOrder::Any,
         }
     }
 
@@ -216,6 +242,12 @@ impl Options {
     /// Sets the format mode.
     pub fn format(mut self, mode: FormatMode) -> Options {
         self.format = mode;
+        self
+    }
+
+    /// Sets the order in which object members may be written.
+    pub fn property_order(mut self, order: PropertyOrder) -> Options {
+        self.property_order = order;
         self
     }
 

@@ -128,6 +128,58 @@ fn baselines_have_no_false_verdicts() -> Result<()> {
     Ok(())
 }
 
+/// Every suite again with members held to the schema's order (`PropertyOrder::Schema`): the
+/// order only narrows. No invalid instance is accepted, and every outcome is the one of any
+/// order except valid instances refused because their members are out of the schema's order.
+#[test]
+fn schema_order_only_narrows_on_every_suite() -> Result<()> {
+    use schema_compiler::PropertyOrder;
+    let mut problems = Vec::new();
+    for def in suite::SUITES {
+        let (Ok(any), Ok(ordered)) = (
+            suite::run_suite_in(def, PropertyOrder::Any)?,
+            suite::run_suite_in(def, PropertyOrder::Schema)?,
+        ) else {
+            println!("{}: skipped: its data is missing", def.name);
+            continue;
+        };
+        let before: std::collections::HashMap<&str, Outcome> = any
+            .records
+            .iter()
+            .map(|r| (r.id.as_str(), r.outcome))
+            .collect();
+        let mut refused = 0;
+        for r in &ordered.records {
+            let was = before.get(r.id.as_str()).copied();
+            match (was, r.outcome) {
+                (Some(a), b) if a == b => {}
+                (Some(Outcome::Pass), Outcome::FalseReject) => refused += 1,
+                (was, now) => problems.push(format!(
+                    "{}: {}: {} in any order, {} in the schema's",
+                    def.name,
+                    r.id,
+                    was.map_or("missing", Outcome::name),
+                    now.name()
+                )),
+            }
+        }
+        println!(
+            "{}: {} of {} instances refused only for their order",
+            def.name,
+            refused,
+            ordered.records.len()
+        );
+    }
+    if !problems.is_empty() {
+        bail!(
+            "{} outcomes changed:\n  {}",
+            problems.len(),
+            problems.join("\n  ")
+        );
+    }
+    Ok(())
+}
+
 /// The ratchet itself: a worse outcome, a new false verdict and a vanished case are
 /// regressions; a better outcome is an improvement that asks for a new baseline.
 #[test]

@@ -17,13 +17,17 @@
 
 mod support;
 
+use support::search::{Search, search};
+
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::strategy::Union;
-use schema_compiler::{CompileError, FormatMode, Grammar, Matcher, Options, Whitespace, json_text};
+use schema_compiler::{
+    CompileError, FormatMode, Grammar, Matcher, Options, PropertyOrder, Whitespace, json_text,
+};
 use serde_json::{Map, Value, json};
 
 /// Property names: short, overlapping, so that `properties`, `required`, `patternProperties`
@@ -623,6 +627,118 @@ fn case() -> impl Strategy<Value = (Value, Vec<Value>)> {
     })
 }
 
+/// A schema of objects, arrays and primitives without combinators or references: where
+/// `PropertyOrder::Schema` defines the order of every object (see [`in_schema_order`]).
+fn plain_schema() -> BoxedStrategy<Value> {
+    let leaf = prop_oneof![
+        1 => Just(json!(true)),
+        1 => Just(json!({})),
+        3 => type_schema(),
+        2 => string_schema(),
+        2 => number_schema(),
+    ];
+    leaf.prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            3 => object_schema(inner.clone()),
+            1 => array_schema(inner),
+        ]
+    })
+    .boxed()
+}
+
+/// A plain object schema (its `properties` reversed, see [`reversed_properties`]) and values
+/// of its shape, members sorted.
+fn plain_case() -> impl Strategy<Value = (Value, Vec<Value>)> {
+    let inner = plain_schema();
+    let additional = prop_oneof![Just(json!(false)), Just(json!(true)), inner.clone()];
+    (
+        prop::collection::btree_map(key(), inner, 2..5),
+        prop::collection::btree_set(key(), 0..3),
+        prop::option::of(additional),
+        prop::option::of(0u64..4),
+    )
+        .prop_map(|(props, required, additional, min)| {
+            let mut m = Map::new();
+            m.insert("type".into(), json!("object"));
+            m.insert(
+                "properties".into(),
+                Value::Object(props.into_iter().collect()),
+            );
+            m.insert("required".into(), json!(required));
+            if let Some(a) = additional {
+                m.insert("additionalProperties".into(), a);
+            }
+            if let Some(n) = min {
+                m.insert("minProperties".into(), json!(n));
+            }
+            Value::Object(m)
+        })
+        .prop_map(|s| reversed_properties(&sorted(s)))
+        .prop_flat_map(|s| {
+            let value = filled(&s, 3).prop_map(sorted);
+            (Just(s), prop::collection::vec(value, 1..8))
+        })
+}
+
+/// Values that a plain schema `s` often accepts: objects with its required properties, some
+/// of the others and some keys outside them (where allowed); [`shaped`] values elsewhere.
+fn filled(s: &Value, depth: u32) -> BoxedStrategy<Value> {
+    let Some(m) = s.as_object() else {
+        return shaped(s, s, depth);
+    };
+    let object = m.get("type") == Some(&json!("object"))
+        || [
+            "properties",
+            "required",
+            "additionalProperties",
+            "minProperties",
+        ]
+        .iter()
+        .any(|k| m.contains_key(*k));
+    if !object || depth == 0 {
+        return shaped(s, s, depth);
+    }
+    let required: Vec<&str> = m
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let props = m.get("properties").and_then(Value::as_object);
+    let mut members: Vec<BoxedStrategy<Option<(String, Value)>>> = Vec::new();
+    for (name, sub) in props.into_iter().flatten() {
+        let name = name.clone();
+        let value = filled(sub, depth - 1);
+        members.push(if required.contains(&name.as_str()) {
+            value.prop_map(move |v| Some((name.clone(), v))).boxed()
+        } else {
+            prop_oneof![Just(None), value.prop_map(move |v| Some((name.clone(), v)))].boxed()
+        });
+    }
+    let additional = m.get("additionalProperties");
+    if additional != Some(&json!(false)) {
+        let extra = additional.map_or_else(any_value, |a| filled(a, depth - 1));
+        for name in KEYS
+            .iter()
+            .filter(|k| props.is_none_or(|p| !p.contains_key(**k)))
+        {
+            let name = (*name).to_owned();
+            let value = extra.clone();
+            members.push(if required.contains(&name.as_str()) {
+                value.prop_map(move |v| Some((name.clone(), v))).boxed()
+            } else {
+                prop_oneof![
+                    3 => Just(None),
+                    1 => value.prop_map(move |v| Some((name.clone(), v))),
+                ]
+                .boxed()
+            });
+        }
+    }
+    members
+        .prop_map(|kv| Value::Object(kv.into_iter().flatten().collect()))
+        .boxed()
+}
+
 /// `v` with every object's keys in sorted order, whatever order the map type keeps.
 fn sorted(v: Value) -> Value {
     match v {
@@ -658,52 +774,6 @@ fn ours_after_pop(m: &mut Matcher, text: &str, k: usize) -> bool {
 const COMPLETION_BYTES: &[u8] =
     b"\"}],:0123456789-.eE+tfnrulas[{bcdxyz \\/u\xc3\xa9\xf0\x9f\x98\x80";
 
-/// What a search for a completion found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Search {
-    Found,
-    /// Every state reachable from here was tried: no completion exists.
-    NoneExists,
-    /// The search hit its depth or push budget first.
-    GaveUp,
-}
-
-/// Looks for bytes that take the matcher to a complete document: a depth-first search over
-/// [`COMPLETION_BYTES`], at most `depth` bytes deep, within `budget` pushes, entering each
-/// matcher state once (states with equal keys have the same continuations, so content that
-/// only repeats a state, like `{"b0`, `{"b00`, … under a key pattern, is not explored again).
-fn search(m: &mut Matcher, depth: u32, budget: &mut u32, seen: &mut HashSet<Vec<u32>>) -> Search {
-    if m.is_accepting() {
-        return Search::Found;
-    }
-    if depth == 0 {
-        return Search::GaveUp;
-    }
-    let mut result = Search::NoneExists;
-    for &b in COMPLETION_BYTES {
-        if *budget == 0 {
-            return Search::GaveUp;
-        }
-        *budget -= 1;
-        if m.try_push_byte(b) {
-            let mut key = Vec::new();
-            m.state_key(&mut key);
-            let r = if seen.insert(key) {
-                search(m, depth - 1, budget, seen)
-            } else {
-                Search::NoneExists
-            };
-            m.pop_bytes(1);
-            match r {
-                Search::Found => return Search::Found,
-                Search::GaveUp => result = Search::GaveUp,
-                Search::NoneExists => {}
-            }
-        }
-    }
-    result
-}
-
 /// The longest prefix of `text` that we accept, and whether it can still be completed: the
 /// matcher's own quick completion first, then an exhaustive search.
 fn longest_prefix_completes(m: &mut Matcher, text: &str) -> (usize, Search) {
@@ -719,7 +789,10 @@ fn longest_prefix_completes(m: &mut Matcher, text: &str) -> (usize, Search) {
         return (n, Search::Found);
     }
     let mut budget = 20_000;
-    (n, search(m, 64, &mut budget, &mut HashSet::new()))
+    (
+        n,
+        search(m, COMPLETION_BYTES, 64, &mut budget, &mut HashSet::new()),
+    )
 }
 
 fn options() -> Options {
@@ -920,16 +993,35 @@ fn empty_length_range_under_a_combinator_compiles() {
 /// The count may go down, never up.
 #[test]
 fn dead_ends_are_rare() {
+    dead_ends_at_most(&options(), DEAD_END_BASELINE);
+}
+
+/// [`dead_ends_are_rare`] with members held to the schema's order (every `properties`
+/// reversed, so that the generated values are mostly out of it).
+#[test]
+fn dead_ends_are_rare_in_schema_order() {
+    dead_ends_at_most(
+        &options().property_order(PropertyOrder::Schema),
+        DEAD_END_BASELINE_SCHEMA_ORDER,
+    );
+}
+
+fn dead_ends_at_most(options: &Options, known: usize) {
     use proptest::strategy::ValueTree;
     use proptest::test_runner::TestRunner;
     const CASES: usize = 400;
-    const KNOWN: usize = DEAD_END_BASELINE;
+    let ordered = options.property_order == PropertyOrder::Schema;
     let mut runner = TestRunner::deterministic();
     let strategy = case();
     let (mut checked, mut found) = (0, Vec::new());
     for _ in 0..CASES {
         let (schema, values) = strategy.new_tree(&mut runner).unwrap().current();
-        let Ok(g) = Grammar::compile(&schema, &options()) else {
+        let schema = if ordered {
+            reversed_properties(&schema)
+        } else {
+            schema
+        };
+        let Ok(g) = Grammar::compile(&schema, options) else {
             continue;
         };
         let mut m = Matcher::new(Arc::new(g));
@@ -951,19 +1043,195 @@ fn dead_ends_are_rare() {
     }
     assert!(checked > CASES, "only {checked} values checked");
     assert!(
-        found.len() <= KNOWN,
-        "{} dead ends, more than the {KNOWN} known: {found:#?}",
+        found.len() <= known,
+        "{} dead ends, more than the {known} known: {found:#?}",
         found.len()
     );
 }
 
-/// Dead ends [`dead_ends_are_rare`] finds in its sample today (51 before slot viability
+/// Dead ends [`dead_ends_are_rare`] finds in its sample today (25 before schemas were read
+/// with their keys in document order; 51 before slot viability
 /// consulted the frame formula and literals were ended on trial; 19 before numbers whose
 /// bounds exclude each other, and `not` of every number, got the empty language: six member or
 /// item values that no number satisfies were dead ends already, refused one step late, but the
 /// search gave up inside the endless digits then accepted, and now finds the dead end at the
 /// value's first byte).
-const DEAD_END_BASELINE: usize = 25;
+const DEAD_END_BASELINE: usize = 21;
+
+/// Dead ends [`dead_ends_are_rare_in_schema_order`] finds in its sample today: those of any
+/// order, found at another byte where the order changes the way to them, and one more of a
+/// known class (after `{"ba":null,` only a property whose value nothing satisfies is left).
+const DEAD_END_BASELINE_SCHEMA_ORDER: usize = 21;
+
+/// `s` with the entries of every `properties` in reverse order: the generated schemas and
+/// values list their keys sorted, and the order a schema asks for should differ.
+fn reversed_properties(s: &Value) -> Value {
+    match s {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::Object(props) if k == "properties" => Value::Object(
+                            props
+                                .iter()
+                                .rev()
+                                .map(|(name, sub)| (name.clone(), reversed_properties(sub)))
+                                .collect(),
+                        ),
+                        _ => reversed_properties(v),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(reversed_properties).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `v` with the members of each object in the order `PropertyOrder::Schema` holds plain
+/// object schemas to: those named in `properties` in the order listed there, then the others
+/// as they were. `None` where an object or array of `v` meets a keyword under which no single
+/// listing is the order (combinators, references, `patternProperties`, `contains`, object
+/// `enum`s), so that what the order there is stays out of this test.
+fn in_schema_order(s: &Value, v: &Value) -> Option<Value> {
+    const NOT_PLAIN: &[&str] = &[
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "if",
+        "then",
+        "else",
+        "$ref",
+        "dependentSchemas",
+        "enum",
+        "const",
+        "patternProperties",
+        "contains",
+    ];
+    let plain = |s: &Value| match s {
+        Value::Object(m) => !NOT_PLAIN.iter().any(|k| m.contains_key(*k)),
+        _ => true,
+    };
+    let sub = |s: &Value, key: &str| s.get(key).cloned().unwrap_or(Value::Bool(true));
+    match v {
+        Value::Object(members) => {
+            if !plain(s) {
+                return None;
+            }
+            let props = s.get("properties").and_then(Value::as_object);
+            let mut out = serde_json::Map::new();
+            for (name, schema) in props.into_iter().flatten() {
+                if let Some(x) = members.get(name) {
+                    out.insert(name.clone(), in_schema_order(schema, x)?);
+                }
+            }
+            let additional = sub(s, "additionalProperties");
+            for (name, x) in members {
+                if props.is_none_or(|p| !p.contains_key(name)) {
+                    out.insert(name.clone(), in_schema_order(&additional, x)?);
+                }
+            }
+            Some(Value::Object(out))
+        }
+        Value::Array(items) => {
+            if !plain(s) {
+                return None;
+            }
+            let prefix = s.get("prefixItems").and_then(Value::as_array);
+            let rest = sub(s, "items");
+            let mut out = Vec::new();
+            for (i, x) in items.iter().enumerate() {
+                let schema = prefix.and_then(|p| p.get(i)).unwrap_or(&rest);
+                out.push(in_schema_order(schema, x)?);
+            }
+            Some(Value::Array(out))
+        }
+        other => Some(other.clone()),
+    }
+}
+
+/// [`schema_order_narrows_and_keeps_ordered_documents`] is not vacuous: in a fixed sample,
+/// many valid values are out of their schema's order and are checked once put in it.
+#[test]
+fn schema_order_checks_are_not_vacuous() {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let strategy = plain_case();
+    let (mut reordered, mut refused_as_they_were) = (0, 0);
+    for _ in 0..1000 {
+        let (schema, values) = strategy.new_tree(&mut runner).unwrap().current();
+        let in_order = options().property_order(PropertyOrder::Schema);
+        let Some(g) = compiled(&schema, &in_order) else {
+            continue;
+        };
+        let mut m = Matcher::new(g);
+        let reference = reference(&schema);
+        for v in values.iter().filter(|v| reference.is_valid(v)) {
+            let Some(o) = in_schema_order(&schema, v) else {
+                continue;
+            };
+            let (text, was) = (
+                serde_json::to_string(&o).unwrap(),
+                serde_json::to_string(v).unwrap(),
+            );
+            if text != was {
+                reordered += 1;
+                refused_as_they_were += usize::from(!ours(&mut m, &was));
+            }
+        }
+    }
+    println!("{reordered} valid values reordered, {refused_as_they_were} refused as they were");
+    assert!(reordered >= 80, "only {reordered} values reordered");
+    assert!(
+        refused_as_they_were >= 80,
+        "only {refused_as_they_were} refused"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 600,
+        failure_persistence: None,
+        max_global_rejects: 4000,
+        ..ProptestConfig::default()
+    })]
+
+    /// Under `PropertyOrder::Schema` the matcher accepts only documents the reference accepts
+    /// (and that any order accepts), and accepts every valid document once its members are
+    /// put in the schema's order.
+    #[test]
+    fn schema_order_narrows_and_keeps_ordered_documents(
+        (schema, values) in prop_oneof![
+            case().prop_map(|(s, v)| (reversed_properties(&s), v)),
+            plain_case(),
+        ]
+    ) {
+        let reference = reference(&schema);
+        let in_order = options().property_order(PropertyOrder::Schema);
+        let any_order = compiled(&schema, &options());
+        let schema_order = compiled(&schema, &in_order);
+        prop_assume!(any_order.is_some() && schema_order.is_some());
+        let mut any_m = Matcher::new(any_order.unwrap());
+        let mut m = Matcher::new(schema_order.unwrap());
+        for v in &values {
+            let valid = reference.is_valid(v);
+            let compact = serde_json::to_string(v).unwrap();
+            if ours(&mut m, &compact) {
+                prop_assert!(valid, "{} is invalid under {}, accepted", compact, schema);
+                prop_assert!(ours(&mut any_m, &compact), "{} only in order under {}", compact, schema);
+            }
+            if valid && let Some(o) = in_schema_order(&schema, v) {
+                let text = serde_json::to_string(&o).unwrap();
+                prop_assert!(ours(&mut m, &text), "{} in order is refused under {}", text, schema);
+                let pretty = serde_json::to_string_pretty(&o).unwrap();
+                prop_assert!(ours(&mut m, &pretty), "{} in order is refused under {}", pretty, schema);
+            }
+        }
+    }
+}
 
 /// The canonical spelling of a number value: plain notation, no sign on zero, no trailing zero
 /// in a fraction (`3`, `-0.25`), as `(negative, digits, exponent)` with value

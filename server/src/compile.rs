@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
-use schema_compiler::{CompileError, Grammar, Options};
+use schema_compiler::{CompileError, Grammar, Options, PropertyOrder};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -107,14 +107,29 @@ impl CompilePool {
         }
     }
 
+    /// The member order of a request that asks for `requested` (the schema's where it is
+    /// strict): the schema's when either the request or the server's own options ask for it.
+    pub fn order_for(&self, requested: PropertyOrder) -> PropertyOrder {
+        if requested == PropertyOrder::Schema {
+            PropertyOrder::Schema
+        } else {
+            self.options.property_order
+        }
+    }
+
     /// The compile deadline.
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
 
-    /// The grammar of `schema`: from the cache, or compiled now within the deadline.
-    pub async fn grammar(self: &Arc<Self>, schema: &Value) -> Result<Compiled, Failure> {
-        let key = schema.to_string();
+    /// The grammar of `schema` with members in `order`: from the cache, or compiled now
+    /// within the deadline.
+    pub async fn grammar(
+        self: &Arc<Self>,
+        schema: &Value,
+        order: PropertyOrder,
+    ) -> Result<Compiled, Failure> {
+        let key = format!("{order:?}\0{schema}");
         if let Some(g) = lock(&self.grammars).get(&key) {
             self.metrics.schema_cache("hit");
             return Ok(Compiled {
@@ -146,7 +161,7 @@ impl CompilePool {
             let _span = tracing::debug_span!("compile pool").entered();
             let t = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(|| {
-                Grammar::compile(&schema, &pool.options)
+                Grammar::compile(&schema, &pool.options.clone().property_order(order))
             }));
             let result = match result {
                 Ok(Ok(g)) => Ok(Arc::new(g)),
@@ -229,12 +244,15 @@ mod tests {
     async fn grammars_and_failures_are_remembered() {
         let pool = pool(Duration::from_secs(600));
         let schema = json!({"type": "integer"});
-        assert!(!pool.grammar(&schema).await.unwrap().hit);
-        assert!(pool.grammar(&schema).await.unwrap().hit);
+        assert!(!pool.grammar(&schema, PropertyOrder::Any).await.unwrap().hit);
+        assert!(pool.grammar(&schema, PropertyOrder::Any).await.unwrap().hit);
         let bad = json!({"type": "integer", "minimum": "zero"});
-        let first = pool.grammar(&bad).await.err().unwrap();
+        let first = pool.grammar(&bad, PropertyOrder::Any).await.err().unwrap();
         assert!(matches!(first, Failure::Invalid(_)), "{first:?}");
-        assert_eq!(pool.grammar(&bad).await.err(), Some(first));
+        assert_eq!(
+            pool.grammar(&bad, PropertyOrder::Any).await.err(),
+            Some(first)
+        );
         let m = &pool.metrics;
         assert_eq!(m.schema_cache_count("hit"), 1);
         assert_eq!(m.schema_cache_count("miss"), 2);

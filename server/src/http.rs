@@ -331,7 +331,7 @@ async fn start(
                 .status(rej.status())
         }
     })?;
-    let plan = parse(&body, state.inner.limits.max_tokens, fresh_u64())?;
+    let mut plan = parse(&body, state.inner.limits.max_tokens, fresh_u64())?;
     log.stream = plan.stream;
     let shared = &state.inner.shared;
     if shared.draining.load(Ordering::Relaxed) {
@@ -341,11 +341,12 @@ async fn start(
 
     // Compiled here, off the model thread, within the compile timeout.
     let compiler = &state.inner.compiler;
+    plan.property_order = compiler.order_for(plan.property_order);
     let mut grammars = Vec::new();
     let mut schema_cache_hit = None;
     if let Some(schema) = &plan.schema {
         let c = compiler
-            .grammar(schema)
+            .grammar(schema, plan.property_order)
             .await
             .map_err(|f| compile_error(f, None))?;
         schema_cache_hit = Some(c.hit);
@@ -353,7 +354,7 @@ async fn start(
     }
     for tool in &plan.tools {
         let c = compiler
-            .grammar(&tool.parameters)
+            .grammar(&tool.parameters, plan.property_order)
             .await
             .map_err(|f| compile_error(f, Some(&tool.name)))?;
         grammars.push((tool.parameters.clone(), c.grammar));

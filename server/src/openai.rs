@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashMap};
 use generate::tools::{Tool, ToolChoice};
 use generate::{GenerateOptions, MAX_TOP_LOGPROBS, Message, SchemaInPrompt, TokenLogprob};
 use sampler::SamplerConfig;
+use schema_compiler::PropertyOrder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -140,7 +141,9 @@ pub struct JsonSchemaFormat {
     /// The schema (absent: any JSON value).
     #[serde(default)]
     pub schema: Option<Value>,
-    /// Accepted; output always follows the schema exactly.
+    /// `true`: the members of each object come in the order of its schema's `properties`
+    /// (`PropertyOrder::Schema`); otherwise in any order. The output follows the schema
+    /// exactly either way.
     #[serde(default)]
     pub strict: Option<bool>,
 }
@@ -186,6 +189,10 @@ pub struct Plan {
     pub include_usage: bool,
     /// How the schema gets into the prompt.
     pub schema_in_prompt: SchemaInPrompt,
+    /// The order of object members: the schema's where every schema of the request is
+    /// `strict` (OpenAI's contract for structured outputs); otherwise the server's default
+    /// (`stencil serve --property-order`, any order unless set).
+    pub property_order: PropertyOrder,
 }
 
 impl Plan {
@@ -345,6 +352,26 @@ impl ChatRequest {
             return Err(ApiError::invalid("stop takes at most 4 non-empty strings").param("stop"));
         }
 
+        // Strict everywhere a schema is given: the answer's format and every function tool.
+        let strict_format = match &self.response_format {
+            Some(ResponseFormat::JsonSchema { json_schema }) => {
+                Some(json_schema.strict == Some(true))
+            }
+            Some(ResponseFormat::JsonObject) => Some(false),
+            None | Some(ResponseFormat::Text) => None,
+        };
+        let strict_tools = self.tools.as_ref().filter(|t| !t.is_empty()).map(|list| {
+            list.iter()
+                .all(|t| t.pointer("/function/strict") == Some(&Value::Bool(true)))
+        });
+        let property_order = match (strict_format, strict_tools) {
+            (None, None) => PropertyOrder::Any,
+            (format, tools) if format.unwrap_or(true) && tools.unwrap_or(true) => {
+                PropertyOrder::Schema
+            }
+            _ => PropertyOrder::Any,
+        };
+
         let schema = match self.response_format {
             None | Some(ResponseFormat::Text) => None,
             Some(ResponseFormat::JsonObject) => Some(json!({"type": "object"})),
@@ -410,6 +437,7 @@ impl ChatRequest {
                 .and_then(|o| o.include_usage)
                 .unwrap_or(false),
             schema_in_prompt: self.schema_in_prompt.unwrap_or_default(),
+            property_order,
         })
     }
 }
@@ -648,6 +676,57 @@ mod tests {
 
     fn plan(body: Value) -> Result<Plan, ApiError> {
         ChatRequest::from_slice(body.to_string().as_bytes())?.plan(256, 7)
+    }
+
+    #[test]
+    fn strict_everywhere_asks_for_the_schemas_member_order() {
+        let format = |strict: Value| {
+            json!({"type": "json_schema",
+                "json_schema": {"name": "n", "schema": {"type": "object"}, "strict": strict}})
+        };
+        let tool = |name: &str, strict: Value| {
+            json!({"type": "function", "function": {"name": name,
+                "parameters": {"type": "object"}, "strict": strict}})
+        };
+        let order = |extra: Value| {
+            let mut body = json!({"messages": [{"role": "user", "content": "hi"}]});
+            for (k, v) in extra.as_object().unwrap() {
+                body[k] = v.clone();
+            }
+            plan(body).unwrap().property_order
+        };
+        assert_eq!(order(json!({})), PropertyOrder::Any);
+        assert_eq!(
+            order(json!({"response_format": format(json!(true))})),
+            PropertyOrder::Schema
+        );
+        assert_eq!(
+            order(json!({"response_format": format(json!(false))})),
+            PropertyOrder::Any
+        );
+        assert_eq!(
+            order(json!({"response_format": {"type": "json_object"}})),
+            PropertyOrder::Any
+        );
+        assert_eq!(
+            order(json!({"tools": [tool("a", json!(true)), tool("b", json!(true))]})),
+            PropertyOrder::Schema
+        );
+        // One tool that is not strict: its arguments may come in any order, so all do.
+        assert_eq!(
+            order(json!({"tools": [tool("a", json!(true)), tool("b", Value::Null)]})),
+            PropertyOrder::Any
+        );
+        assert_eq!(
+            order(json!({"tools": [tool("a", json!(true))],
+                "response_format": format(json!(false))})),
+            PropertyOrder::Any
+        );
+        assert_eq!(
+            order(json!({"tools": [tool("a", json!(true))],
+                "response_format": format(json!(true))})),
+            PropertyOrder::Schema
+        );
     }
 
     #[test]

@@ -382,6 +382,7 @@ fn process<M: Model>(
     max_prompt_bytes: usize,
 ) -> Result<Finished, ApiError> {
     let queue_ms = work.enqueued.elapsed().as_secs_f64() * 1e3;
+    generator.set_property_order(work.plan.property_order);
     for (schema, grammar) in &work.grammars {
         if !generator.add_compiled(schema, grammar.clone()) {
             tracing::warn!("a grammar from the compile pool has other options; compiling here");

@@ -152,6 +152,8 @@ class ClientTests:
         assert choice.finish_reason == "stop", choice
         doc = json.loads(choice.message.content)
         validate(doc, PERSON)
+        # strict: the members come in the order of the schema's properties (not alphabetical).
+        assert list(doc) == ["name", "age", "city"], doc
         assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens > 0, r.usage
         assert r.usage.total_tokens == r.usage.prompt_tokens + r.usage.completion_tokens
         assert r.object == "chat.completion" and r.id.startswith("chatcmpl-")

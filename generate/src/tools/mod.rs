@@ -701,7 +701,9 @@ impl<M: Model> Generator<M> {
             .text_schema
             .as_ref()
             .filter(|_| text_grammar.is_some())
-            .map_or(String::new(), |s| format!("\0answer\0{s}"));
+            .map_or(String::new(), |s| {
+                format!("\0answer\0{:?}\0{s}", self.compile_options().property_order)
+            });
         // The constraint's grammar (compact JSON) and mask cache, kept across turns.
         let (schema, key) = if branches == Branches::Text {
             (
@@ -712,7 +714,11 @@ impl<M: Model> Generator<M> {
             let owned: Vec<Tool> = plan.callable.iter().map(|t| (*t).clone()).collect();
             self.check_tools(&owned)?;
             let schema = format.call_schema(&plan.callable, max_calls);
-            let key = format!("tools\0{branches:?}\0{}\0{schema}{text_key}", format.name());
+            let key = format!(
+                "tools\0{branches:?}\0{:?}\0{}\0{schema}{text_key}",
+                self.compile_options().property_order,
+                format.name()
+            );
             (schema, key)
         };
         let mut compile_ms = 0.0;

@@ -156,8 +156,13 @@ pub fn grammar(schema: &serde_json::Value) -> Arc<Grammar> {
 
 /// Compiles `schema` for generation under the whitespace policy `ws`.
 pub fn grammar_with(schema: &serde_json::Value, ws: Whitespace) -> Arc<Grammar> {
+    grammar_with_options(schema, &Options::generation().whitespace(ws))
+}
+
+/// Compiles `schema` with `options`.
+pub fn grammar_with_options(schema: &serde_json::Value, options: &Options) -> Arc<Grammar> {
     Arc::new(
-        Grammar::compile(schema, &Options::generation().whitespace(ws))
+        Grammar::compile(schema, options)
             .unwrap_or_else(|e| panic!("schema {schema} does not compile: {e}")),
     )
 }

@@ -33,7 +33,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context, Result, bail};
-use schema_compiler::{CompileError, Compiler, Draft, FormatMode, Grammar, Matcher, Options};
+use schema_compiler::{
+    CompileError, Compiler, Draft, FormatMode, Grammar, Matcher, Options, PropertyOrder,
+};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
@@ -624,6 +626,7 @@ pub fn run_file(
     section: &str,
     draft: Draft,
     remotes: &HashMap<String, serde_json::Value>,
+    order: PropertyOrder,
 ) -> Result<Vec<Record>> {
     let rel = file
         .strip_prefix(base)
@@ -635,7 +638,7 @@ pub fn run_file(
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let cases: Vec<Case> =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
-    let mut compiler = Compiler::new(options_for(file, draft));
+    let mut compiler = Compiler::new(options_for(file, draft).property_order(order));
     for (k, v) in remotes {
         compiler.add_document(k, v.clone());
     }
@@ -658,7 +661,7 @@ pub fn run_file(
 }
 
 /// Runs one MaskBench-form file (one schema and its tests).
-fn run_bench_file(file: &Path, root: &Path) -> Result<Vec<Record>> {
+fn run_bench_file(file: &Path, root: &Path, order: PropertyOrder) -> Result<Vec<Record>> {
     let rel = file
         .strip_prefix(root)
         .unwrap_or(file)
@@ -670,7 +673,7 @@ fn run_bench_file(file: &Path, root: &Path) -> Result<Vec<Record>> {
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let case: Case =
         serde_json::from_str(&text).with_context(|| format!("parsing {}", file.display()))?;
-    let compiler = Compiler::new(bench_options());
+    let compiler = Compiler::new(bench_options().property_order(order));
     let tests = case
         .tests
         .iter()
@@ -683,6 +686,14 @@ fn run_bench_file(file: &Path, root: &Path) -> Result<Vec<Record>> {
 /// Runs one suite. `Err(Skip)` only for the bench when its data is absent; other missing data
 /// is an error.
 pub fn run_suite(def: &SuiteDef) -> Result<std::result::Result<SuiteRun, Skip>> {
+    run_suite_in(def, PropertyOrder::Any)
+}
+
+/// [`run_suite`] with object members held to `order`.
+pub fn run_suite_in(
+    def: &SuiteDef,
+    order: PropertyOrder,
+) -> Result<std::result::Result<SuiteRun, Skip>> {
     let mut records = Vec::new();
     match def.source {
         Source::TestSuite { dir, draft } => {
@@ -691,7 +702,7 @@ pub fn run_suite(def: &SuiteDef) -> Result<std::result::Result<SuiteRun, Skip>> 
             let base = root.join("tests").join(dir);
             let files = test_suite_files(&root, dir)?;
             for r in parallel_map(&files, |(f, section)| {
-                run_file(f, &base, section, draft, &remotes)
+                run_file(f, &base, section, draft, &remotes, order)
             }) {
                 records.extend(r?);
             }
@@ -718,7 +729,7 @@ pub fn run_suite(def: &SuiteDef) -> Result<std::result::Result<SuiteRun, Skip>> 
             if files.is_empty() {
                 bail!("no MaskBench files under {}", root.display());
             }
-            for r in parallel_map(&files, |f| run_bench_file(f, &root)) {
+            for r in parallel_map(&files, |f| run_bench_file(f, &root, order)) {
                 records.extend(r?);
             }
         }
