@@ -8,6 +8,10 @@
 //! `function_call` items; a stream sends the typed events of the Responses API, each with its
 //! `sequence_number`.
 //!
+//! Log probabilities come with `include: ["message.output_text.logprobs"]` (and
+//! `top_logprobs`, 0 to 20): each `output_text` part, and each streamed text delta, carries
+//! `logprobs` for its tokens, in the chat API's per-token shape.
+//!
 //! Nothing is stored: `previous_response_id` is refused (send the whole conversation in
 //! `input` instead), and `store` is accepted but answered `false`.
 
@@ -23,8 +27,12 @@ use tokio::sync::mpsc;
 use crate::AppState;
 use crate::error::ApiError;
 use crate::http::{RequestLog, Started, Timeout, fresh_u64, run_request};
-use crate::openai::{Answer, ChatRequest, Plan, Usage};
+use crate::openai::{Answer, ChatRequest, Plan, Usage, logprobs_json};
 use crate::worker::{Event, Finished};
+use generate::TokenLogprob;
+
+/// The `include` entry that asks for the log probabilities of the output text.
+const LOGPROBS_INCLUDE: &str = "message.output_text.logprobs";
 
 /// Reads a Responses API body into a chat completion plan.
 fn parse(body: &[u8], max_tokens: usize, seed: u64) -> Result<Plan, ApiError> {
@@ -109,6 +117,37 @@ fn to_chat(r: &Value) -> Result<Value, ApiError> {
         if let Some(v) = r.get(from).filter(|v| !v.is_null()) {
             chat.insert(to.into(), v.clone());
         }
+    }
+    // Log probabilities: asked for through `include`, or by asking for alternatives.
+    let include_logprobs = match r.get("include") {
+        None | Some(Value::Null) => false,
+        Some(Value::Array(items)) => {
+            let mut wanted = false;
+            for item in items {
+                match item.as_str() {
+                    Some(LOGPROBS_INCLUDE) => wanted = true,
+                    // Other inclusions name data this server does not produce (encrypted
+                    // reasoning, search results): there is nothing to add.
+                    Some(_) => {}
+                    None => {
+                        return Err(
+                            ApiError::invalid("include must be a list of strings").param("include")
+                        );
+                    }
+                }
+            }
+            wanted
+        }
+        Some(_) => {
+            return Err(ApiError::invalid("include must be a list of strings").param("include"));
+        }
+    };
+    let top = r.get("top_logprobs").filter(|v| !v.is_null());
+    if include_logprobs || top.is_some() {
+        chat.insert("logprobs".into(), json!(true));
+    }
+    if let Some(top) = top {
+        chat.insert("top_logprobs".into(), top.clone());
     }
     if let Some(format) = r
         .get("text")
@@ -340,9 +379,16 @@ fn status(f: &Finished) -> &'static str {
     }
 }
 
-fn message_item(id: &str, status: &str, text: Option<&str>) -> Value {
+/// The Responses API's `logprobs` of an `output_text` part or delta: the chat API's
+/// per-token entries.
+fn text_logprobs(entries: Option<&[TokenLogprob]>) -> Value {
+    entries.map_or_else(|| json!([]), |e| logprobs_json(e)["content"].take())
+}
+
+fn message_item(id: &str, status: &str, text: Option<(&str, Option<&[TokenLogprob]>)>) -> Value {
     let content = match text {
-        Some(t) => json!([{"type": "output_text", "text": t, "annotations": []}]),
+        Some((t, lp)) => json!([{"type": "output_text", "text": t, "annotations": [],
+            "logprobs": text_logprobs(lp)}]),
         None => json!([]),
     };
     json!({"type": "message", "id": id, "status": status, "role": "assistant",
@@ -357,7 +403,11 @@ fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str)
 /// The output items of a finished answer.
 fn output(f: &Finished) -> Vec<Value> {
     match &f.answer {
-        Answer::Text(t) => vec![message_item(&item_id("msg"), "completed", Some(t))],
+        Answer::Text(t) => vec![message_item(
+            &item_id("msg"),
+            "completed",
+            Some((t, f.logprobs.as_deref())),
+        )],
         Answer::Calls(calls) => calls
             .iter()
             .map(|c| {
@@ -447,6 +497,9 @@ fn stream(
         // The text so far, once the message item is open.
         let mut text: Option<String> = None;
         let mut calls: Vec<OpenCall> = Vec::new();
+        // Log probabilities of text not sent yet, and of all the text sent.
+        let mut pending: Vec<TokenLogprob> = Vec::new();
+        let mut sent_logprobs: Vec<TokenLogprob> = Vec::new();
         loop {
             let event = match timeout.next(&mut events).await {
                 Ok(event) => event,
@@ -469,8 +522,12 @@ fn stream(
                     if let Some(t) = text.as_mut() {
                         t.push_str(&piece);
                     }
+                    let lp = std::mem::take(&mut pending);
+                    let logprobs = text_logprobs(Some(&lp));
+                    sent_logprobs.extend(lp);
                     yield ev.event("response.output_text.delta", json!({"item_id": msg_id,
-                        "output_index": 0, "content_index": 0, "delta": piece, "logprobs": []}));
+                        "output_index": 0, "content_index": 0, "delta": piece,
+                        "logprobs": logprobs}));
                 }
                 Event::CallStart { index, id, name } => {
                     if let Some(c) = calls.last() {
@@ -493,7 +550,8 @@ fn stream(
                                 "delta": fragment}));
                     }
                 }
-                Event::Started | Event::Logprobs(_) => {}
+                Event::Logprobs(entries) => pending.extend(entries),
+                Event::Started => {}
                 Event::Done(Ok(f)) => {
                     let mut output = Vec::new();
                     match &f.answer {
@@ -531,14 +589,17 @@ fn stream(
                                 }
                             }
                             let sent = text.clone().unwrap_or_else(|| final_text.clone());
+                            sent_logprobs.append(&mut pending);
+                            let logprobs = text_logprobs(Some(&sent_logprobs));
                             yield ev.event("response.output_text.done", json!({"item_id": msg_id,
                                 "output_index": 0, "content_index": 0, "text": sent,
-                                "logprobs": []}));
+                                "logprobs": logprobs}));
                             let part = json!({"type": "output_text", "text": sent,
-                                "annotations": []});
+                                "annotations": [], "logprobs": logprobs});
                             yield ev.event("response.content_part.done", json!({"item_id": msg_id,
                                 "output_index": 0, "content_index": 0, "part": part}));
-                            let item = message_item(&msg_id, "completed", Some(&sent));
+                            let item = message_item(&msg_id, "completed",
+                                Some((&sent, Some(&sent_logprobs))));
                             yield ev.event("response.output_item.done",
                                 json!({"output_index": 0, "item": item}));
                             output.push(item);

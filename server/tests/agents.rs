@@ -287,6 +287,64 @@ async fn logprobs_come_from_the_masked_distribution() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_api_logprobs_through_include() {
+    let server = start(config(), script(r#"{"answer":42,"ok":true}"#));
+    let r = server.router();
+    let schema = json!({"type": "object", "properties": {"answer": {"type": "integer"},
+        "ok": {"type": "boolean"}}, "required": ["answer", "ok"], "additionalProperties": false});
+    let body = json!({"input": "n?", "include": ["message.output_text.logprobs"],
+        "top_logprobs": 3, "max_output_tokens": 40, "temperature": 0,
+        "text": {"format": {"type": "json_schema", "name": "n", "schema": schema}}});
+    let v = call(&r, "POST", "/v1/responses", Some(body.clone()))
+        .await
+        .json();
+    let part = &v["output"][0]["content"][0];
+    let entries = part["logprobs"].as_array().unwrap();
+    assert_eq!(logprob_text(entries, 3), part["text"].as_str().unwrap());
+    assert_eq!(
+        entries.len(),
+        v["usage"]["output_tokens"].as_u64().unwrap() as usize
+    );
+
+    // Streamed: each text delta carries its tokens; the done events carry them all.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let events = typed_events(&call(&r, "POST", "/v1/responses", Some(streamed)).await);
+    let mut text = String::new();
+    let mut deltas = Vec::new();
+    for (name, data) in &events {
+        if name == "response.output_text.delta" {
+            text.push_str(data["delta"].as_str().unwrap());
+            deltas.extend(data["logprobs"].as_array().unwrap().iter().cloned());
+        }
+    }
+    assert_eq!(text, r#"{"answer":42,"ok":true}"#);
+    assert_eq!(logprob_text(&deltas, 3), text);
+    let (_, done) = events
+        .iter()
+        .find(|(n, _)| n == "response.output_text.done")
+        .unwrap();
+    assert_eq!(done["logprobs"].as_array().unwrap().len(), deltas.len());
+    let (_, completed) = events.last().unwrap();
+    let part = &completed["response"]["output"][0]["content"][0];
+    assert_eq!(part["logprobs"].as_array().unwrap().len(), deltas.len());
+
+    // Without `include` (or `top_logprobs`): empty lists. A bad `include`: a 400.
+    let mut plain = body.clone();
+    plain.as_object_mut().unwrap().remove("include");
+    plain.as_object_mut().unwrap().remove("top_logprobs");
+    let v = call(&r, "POST", "/v1/responses", Some(plain)).await.json();
+    assert_eq!(v["output"][0]["content"][0]["logprobs"], json!([]), "{v}");
+    let mut bad = body.clone();
+    bad["include"] = json!("message.output_text.logprobs");
+    let e = call(&r, "POST", "/v1/responses", Some(bad))
+        .await
+        .error(400);
+    assert_eq!(e["param"], "include", "{e}");
+    server.stop().await;
+}
+
 /// The `(event, data)` pairs of a Responses API stream, checking that each event's name is
 /// its `type` and that `sequence_number` counts from 0.
 fn typed_events(reply: &Reply) -> Vec<(String, Value)> {
