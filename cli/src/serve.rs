@@ -16,6 +16,11 @@ pub struct Args {
     model: ModelArgs,
     #[command(flatten)]
     json_args: JsonArgs,
+    /// The text that ends a reasoning model's thinking section, where its chat template has
+    /// none that the server finds (`</think>` is found): the thinking is generated freely up
+    /// to it, returned as `reasoning_content`, and the schema applies after it.
+    #[arg(long, value_name = "MARKER")]
+    reasoning_end: Option<String>,
     /// Address to listen on.
     #[arg(long, default_value = "127.0.0.1")]
     host: String,
@@ -109,10 +114,11 @@ pub fn run(args: Args) -> Result<()> {
         compile_threads: args.compile_threads,
     };
     tracing::info!(model = %model_path.display(), "loading the model");
-    let (model, json_args) = (args.model, args.json_args);
+    let (model, json_args, reasoning_end) = (args.model, args.json_args, args.reasoning_end);
     server::serve(config, move || -> Result<_> {
         let mut generator = model.load()?;
         json_args.apply(&mut generator);
+        generator.set_reasoning_end(reasoning_end.clone());
         Ok(generator)
     })?;
     Ok(())

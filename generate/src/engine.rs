@@ -48,6 +48,40 @@ pub struct GenerateOptions {
     /// most [`MAX_TOP_LOGPROBS`]) in [`Output::logprobs`]; `None`: record nothing.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<usize>,
+    /// A thinking section before the answer (reasoning models): generated unconstrained up to
+    /// its end marker, within its own budget, then the constraint applies. `None`: the answer
+    /// starts at the first token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
+}
+
+/// The thinking section of a reasoning model (`<think>…</think>` before the answer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The text that ends it (`</think>`); the answer, and the constraint, start after it.
+    pub end: String,
+    /// Most tokens of thinking (within [`GenerateOptions::max_tokens`], which counts both
+    /// parts); when they run out, the end marker is written and the answer starts.
+    pub budget: usize,
+}
+
+/// A generated thinking section, and where the answer starts.
+struct Thought {
+    /// The prompt, the thinking and its end marker.
+    prompt: Vec<TokenId>,
+    /// Tokens of thinking, the end marker included.
+    tokens: usize,
+    /// The thinking, without its markers.
+    text: String,
+    /// The caller cancelled while it was generated.
+    cancelled: bool,
+    /// The decode loop's output for it.
+    output: Output,
+}
+
+/// The end marker of a thinking section, when a chat template writes or expects one.
+pub fn reasoning_end_in(template: &str) -> Option<&'static str> {
+    template.contains("</think>").then_some("</think>")
 }
 
 /// The most alternatives [`GenerateOptions::logprobs`] may ask for.
@@ -92,6 +126,7 @@ impl Default for GenerateOptions {
             close_at_budget: true,
             ignore_eos: false,
             logprobs: None,
+            reasoning: None,
         }
     }
 }
@@ -159,9 +194,15 @@ pub struct Output {
     pub complete: bool,
     /// Timings.
     pub timing: Timing,
-    /// With [`GenerateOptions::logprobs`]: one entry per generated token.
+    /// With [`GenerateOptions::logprobs`]: one entry per generated token (of the answer).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logprobs: Vec<TokenLogprob>,
+    /// With [`GenerateOptions::reasoning`]: the thinking, without its markers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Of [`Output::completion_tokens`], those of the thinking (its end marker included).
+    #[serde(default)]
+    pub reasoning_tokens: usize,
 }
 
 /// A generation request.
@@ -227,6 +268,10 @@ pub struct Generator<M: Model> {
     prompt_logits: (Vec<u32>, Vec<f32>),
     /// Where log probabilities go as they are generated, if anywhere.
     logprob_sink: Option<LogprobSink>,
+    /// More variables for the chat template (see [`Generator::set_template_kwargs`]).
+    template_kwargs: Option<Value>,
+    /// The end marker of a thinking section, when set (see [`Generator::set_reasoning_end`]).
+    reasoning_end: Option<String>,
 }
 
 impl<M: Model> std::fmt::Debug for Generator<M> {
@@ -308,6 +353,8 @@ impl<M: Model> Generator<M> {
             prompt_logits: (Vec::new(), Vec::new()),
             logits: vec![f32::NEG_INFINITY; len],
             logprob_sink: None,
+            template_kwargs: None,
+            reasoning_end: None,
             whitespace,
             trace: None,
         })
@@ -326,6 +373,29 @@ impl<M: Model> Generator<M> {
         if self.options.whitespace != whitespace {
             self.set_compile_options(self.options.clone().whitespace(whitespace));
         }
+    }
+
+    /// More variables for the chat template from now on (a JSON object, as
+    /// `chat_template_kwargs`: `{"enable_thinking": false}` for Qwen 3); `None` for none.
+    pub fn set_template_kwargs(&mut self, kwargs: Option<Value>) {
+        self.template_kwargs = kwargs;
+    }
+
+    /// The end marker of a thinking section for models whose chat template has none in a
+    /// form [`reasoning_end_in`] finds (`None`: take it from the template).
+    pub fn set_reasoning_end(&mut self, end: Option<String>) {
+        self.reasoning_end = end;
+    }
+
+    /// The end marker of the model's thinking section: the one set with
+    /// [`Generator::set_reasoning_end`], else the chat template's (`</think>`), if any.
+    pub fn reasoning_end(&self) -> Option<String> {
+        self.reasoning_end.clone().or_else(|| {
+            self.tokenizer
+                .chat_template()
+                .and_then(|t| reasoning_end_in(t.source()))
+                .map(str::to_string)
+        })
     }
 
     /// The order in which object members are generated, for the schemas compiled from now on
@@ -446,7 +516,8 @@ impl<M: Model> Generator<M> {
                 }
                 match self.tokenizer.chat_template() {
                     Some(t) => {
-                        let text = t.render(&messages, true, tools)?;
+                        let text =
+                            t.render_with(&messages, true, tools, self.template_kwargs.as_ref())?;
                         self.tokenizer.encode(&text, false)
                     }
                     None => {
@@ -463,10 +534,22 @@ impl<M: Model> Generator<M> {
     }
 
     /// Runs a request, calling `on_text` with each new piece of text; `on_text` returns
-    /// `false` to cancel (for example when a client disconnects).
+    /// `false` to cancel (for example when a client disconnects). A thinking section
+    /// ([`GenerateOptions::reasoning`]) is returned in [`Output::reasoning`].
     pub fn generate(
         &mut self,
         request: &Request,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Output, GenerateError> {
+        self.generate_thinking(request, &mut |_| true, on_text)
+    }
+
+    /// [`Generator::generate`], with the thinking streamed to `on_reasoning` as it is
+    /// generated (which returns `false` to cancel).
+    pub fn generate_thinking(
+        &mut self,
+        request: &Request,
+        on_reasoning: &mut dyn FnMut(&str) -> bool,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Output, GenerateError> {
         let prompt = self.prompt_tokens(
@@ -475,6 +558,134 @@ impl<M: Model> Generator<M> {
             &request.schema_in_prompt,
             None,
         )?;
+        let Some(reasoning) = &request.options.reasoning else {
+            return self.answer(request, &prompt, &request.options, on_text);
+        };
+        let thought = self.think(&prompt, reasoning, &request.options, on_reasoning)?;
+        if thought.cancelled {
+            let mut out = thought.output;
+            out.reasoning = Some(thought.text);
+            return Ok(out);
+        }
+        let used = thought.tokens;
+        let options = GenerateOptions {
+            max_tokens: request.options.max_tokens.saturating_sub(used).max(1),
+            ..request.options.clone()
+        };
+        let mut out = self.answer(request, &thought.prompt, &options, on_text)?;
+        out.prompt_tokens = prompt.len();
+        out.completion_tokens += used;
+        out.reasoning_tokens = used;
+        out.reasoning = Some(thought.text);
+        out.timing.decode_ms += thought.output.timing.decode_ms;
+        Ok(out)
+    }
+
+    /// Generates the thinking section after `prompt`, unconstrained, up to `r.end` or the
+    /// budget (then the end marker is written as if generated). The text streamed to
+    /// `on_reasoning` never includes the marker, nor a leading `<think>` tag.
+    fn think(
+        &mut self,
+        prompt: &[TokenId],
+        r: &Reasoning,
+        opts: &GenerateOptions,
+        on_reasoning: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Thought, GenerateError> {
+        let budget = r.budget.min(opts.max_tokens.saturating_sub(1)).max(1);
+        let thinking = GenerateOptions {
+            max_tokens: budget,
+            stop: vec![r.end.clone()],
+            logprobs: None,
+            ignore_eos: false,
+            reasoning: None,
+            ..opts.clone()
+        };
+        // Text is held back while it may still be the start of the marker (or of the opening
+        // tag), so that neither reaches the stream.
+        let mut held = String::new();
+        let mut started = false;
+        let mut ended = false;
+        let output = {
+            let mut on_piece = |piece: &str| {
+                if ended {
+                    return true;
+                }
+                held.push_str(piece);
+                if !started {
+                    let trimmed = held.trim_start();
+                    if trimmed.is_empty() || "<think>".starts_with(trimmed) {
+                        return true;
+                    }
+                    held = trimmed
+                        .strip_prefix("<think>")
+                        .unwrap_or(trimmed)
+                        .to_string();
+                    started = true;
+                }
+                let out = if let Some(at) = held.find(&r.end) {
+                    ended = true;
+                    let out = held[..at].to_string();
+                    held.clear();
+                    out
+                } else {
+                    let keep = (1..r.end.len().min(held.len() + 1))
+                        .rev()
+                        .find(|&n| {
+                            held.is_char_boundary(held.len() - n)
+                                && r.end.starts_with(&held[held.len() - n..])
+                        })
+                        .unwrap_or(0);
+                    let cut = held.len() - keep;
+                    let out = held[..cut].to_string();
+                    held.drain(..cut);
+                    out
+                };
+                out.is_empty() || on_reasoning(&out)
+            };
+            self.run::<SchemaRecognizer>(prompt, None, &thinking, &mut on_piece)?
+        };
+        let cancelled = output.stop == StopReason::Cancelled;
+        if !cancelled && !ended && started && !held.is_empty() {
+            // No marker came: what was held back was thinking after all.
+            on_reasoning(&held);
+        }
+        let text = output.text.trim_start();
+        let text = if "<think>".starts_with(text) {
+            // Nothing but (part of) the opening tag: the budget ran out on it.
+            ""
+        } else {
+            text.strip_prefix("<think>").unwrap_or(text)
+        };
+        let text = text.trim().to_string();
+        // The thought, then the marker (written here when the budget ran out or the model
+        // ended its turn first), re-encoded: the prefix the model evaluated stays cached.
+        let mut thought = prompt.to_vec();
+        thought.extend(
+            self.tokenizer
+                .encode(&format!("{}{}", output.text, r.end), false)?,
+        );
+        let tokens = if output.stop == StopReason::Stop {
+            output.completion_tokens
+        } else {
+            output.completion_tokens + self.tokenizer.encode(&r.end, false)?.len()
+        };
+        Ok(Thought {
+            prompt: thought,
+            tokens,
+            text,
+            cancelled,
+            output,
+        })
+    }
+
+    /// The answer after `prompt`: constrained by the request's schema, if any.
+    fn answer(
+        &mut self,
+        request: &Request,
+        prompt: &[TokenId],
+        options: &GenerateOptions,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<Output, GenerateError> {
         match &request.schema {
             Some(schema) => {
                 let (grammar, compile_ms) = self.compile(schema)?;
@@ -483,9 +694,9 @@ impl<M: Model> Generator<M> {
                 let session =
                     Session::new(self.kernel.clone(), SchemaRecognizer::new(grammar.clone()));
                 let r = self.run(
-                    &prompt,
+                    prompt,
                     Some((session, &mut compiled.cache)),
-                    &request.options,
+                    options,
                     on_text,
                 );
                 self.grammars.put(key, compiled);
@@ -493,7 +704,7 @@ impl<M: Model> Generator<M> {
                 out.timing.compile_ms = compile_ms;
                 Ok(out)
             }
-            None => self.run::<SchemaRecognizer>(&prompt, None, &request.options, on_text),
+            None => self.run::<SchemaRecognizer>(prompt, None, options, on_text),
         }
     }
 
@@ -821,6 +1032,8 @@ impl<M: Model> Generator<M> {
                 mask_ms_total: mask_ms,
             },
             logprobs,
+            reasoning: None,
+            reasoning_tokens: 0,
         })
     }
 }

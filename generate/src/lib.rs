@@ -29,8 +29,8 @@ pub mod tools;
 
 pub use constraint::SchemaRecognizer;
 pub use engine::{
-    GenerateOptions, Generator, LogprobSink, MAX_TOP_LOGPROBS, Output, Prompt, Request, StopReason,
-    Timing, TokenLogprob,
+    GenerateOptions, Generator, LogprobSink, MAX_TOP_LOGPROBS, Output, Prompt, Reasoning, Request,
+    StopReason, Timing, TokenLogprob, reasoning_end_in,
 };
 pub use error::GenerateError;
 pub use model::{Model, ModelError};

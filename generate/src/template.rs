@@ -86,16 +86,30 @@ impl ChatTemplate {
         add_generation_prompt: bool,
         tools: Option<&Value>,
     ) -> Result<String, GenerateError> {
+        self.render_with(messages, add_generation_prompt, tools, None)
+    }
+
+    /// [`ChatTemplate::render`] with more variables for the template (`kwargs`, a JSON
+    /// object, as `chat_template_kwargs` in OpenAI-compatible servers: `enable_thinking`).
+    pub fn render_with(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+        tools: Option<&Value>,
+        kwargs: Option<&Value>,
+    ) -> Result<String, GenerateError> {
         let tmpl = self
             .env
             .get_template("chat")
             .map_err(|e| GenerateError::Template(e.to_string()))?;
+        let extra = minijinja::Value::from_serialize(kwargs.unwrap_or(&Value::Null));
         tmpl.render(context! {
             messages => minijinja::Value::from_serialize(messages),
             add_generation_prompt => add_generation_prompt,
             bos_token => self.bos.clone().unwrap_or_default(),
             eos_token => self.eos.clone().unwrap_or_default(),
             tools => tools.map(minijinja::Value::from_serialize),
+            ..extra
         })
         .map_err(|e| GenerateError::Template(format!("{e:#}")))
     }

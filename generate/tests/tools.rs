@@ -8,7 +8,10 @@ use generate::tools::{
     LoopStop, Reply, Tool, ToolChoice, ToolFormat, ToolLoop, TurnOptions, builtin,
 };
 use generate::{GenerateError, GenerateOptions, Generator, Message, Model, ModelError, Tokenizer};
+use script_support::{favour, plain_logits};
 use serde_json::json;
+
+mod script_support;
 
 /// A model that wants to write one script per request: the token that continues the script
 /// (from the text generated so far) gets logit 30, end of turn once the script is written,
@@ -48,21 +51,8 @@ impl Model for Scripted {
             }
         }
         self.logits.copy_from_slice(&self.plain);
-        let script = self.scripts.get(self.request.saturating_sub(1));
-        if let Some(rest) = script.and_then(|s| s.as_bytes().strip_prefix(&self.generated[..])) {
-            let next = match std::str::from_utf8(rest) {
-                Ok("") => self.tok.vocab().eos_ids().first().map(|t| t.as_u32()),
-                Ok(rest) => self
-                    .tok
-                    .encode(rest, false)
-                    .unwrap()
-                    .first()
-                    .map(|t| t.as_u32()),
-                Err(_) => None,
-            };
-            if let Some(t) = next {
-                self.logits[t as usize] = 30.0;
-            }
+        if let Some(script) = self.scripts.get(self.request.saturating_sub(1)) {
+            favour(&self.tok, script, &self.generated, &mut self.logits);
         }
         Ok(&self.logits)
     }
@@ -95,16 +85,9 @@ fn load(name: &str) -> Arc<Tokenizer> {
 /// A generator whose model writes `texts`, one per request.
 fn generator(tok: &Arc<Tokenizer>, texts: &[&str]) -> Generator<Scripted> {
     let vocab = tok.vocab().len();
-    let plain = (0..vocab)
-        .map(|i| {
-            let b = tok.token_bytes(vocab_index::TokenId::new(i as u32).unwrap());
-            let ok = !b.is_empty() && b.iter().all(|&c| (b' '..=b'~').contains(&c) && c != b'\\');
-            if ok { 1.0 } else { 0.0 }
-        })
-        .collect();
     let model = Scripted {
         tok: tok.clone(),
-        plain,
+        plain: plain_logits(tok),
         scripts: texts.iter().map(|t| t.to_string()).collect(),
         request: 0,
         in_prompt: true,

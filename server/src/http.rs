@@ -212,6 +212,7 @@ pub(crate) async fn chat_completions(
                 finished.finish_reason,
                 finished.usage,
                 finished.logprobs.as_deref(),
+                finished.reasoning.as_deref(),
             );
             Json(body).into_response()
         }
@@ -441,6 +442,9 @@ fn stream_response(
             match event {
                 Event::Started => {}
                 Event::Logprobs(entries) => pending.extend(entries),
+                Event::Reasoning(text) => {
+                    yield data(&env.chunk(json!({"reasoning_content": text}), None, include_usage));
+                }
                 Event::Delta(text) => {
                     let lp = std::mem::take(&mut pending);
                     yield data(&env.chunk_with(json!({"content": text}), None, include_usage, &lp));

@@ -96,7 +96,31 @@ pub struct ChatRequest {
     /// follows the schema).
     #[serde(default)]
     pub schema_in_prompt: Option<SchemaInPrompt>,
+    /// Reasoning models: `none` turns the thinking section off; `minimal`, `low`, `medium`
+    /// and `high` give it a budget of 128, 512, 2048 and 8192 tokens.
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+    /// Extension (vLLM, SGLang): the thinking budget in tokens.
+    #[serde(default)]
+    pub reasoning_budget_tokens: Option<u32>,
+    /// Extension (vLLM, SGLang, llama.cpp's server): more variables for the chat template;
+    /// `enable_thinking: false` turns thinking off.
+    #[serde(default)]
+    pub chat_template_kwargs: Option<Value>,
 }
+
+/// What a request asks of a reasoning model's thinking section.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Thinking {
+    /// `false`: no thinking (`reasoning_effort: none`, `enable_thinking: false`); `true` or
+    /// unset: think where the model's template has a thinking section.
+    pub enabled: Option<bool>,
+    /// Most tokens of thinking (`None`: the default).
+    pub budget: Option<usize>,
+}
+
+/// The thinking budget when a request names none.
+pub const DEFAULT_REASONING_BUDGET: usize = 2048;
 
 /// One message of the conversation.
 #[derive(Debug, Clone, Deserialize)]
@@ -193,6 +217,10 @@ pub struct Plan {
     /// `strict` (OpenAI's contract for structured outputs); otherwise the server's default
     /// (`stencil serve --property-order`, any order unless set).
     pub property_order: PropertyOrder,
+    /// The thinking section of a reasoning model.
+    pub thinking: Thinking,
+    /// More variables for the chat template (`chat_template_kwargs`).
+    pub template_kwargs: Option<Value>,
 }
 
 impl Plan {
@@ -372,6 +400,50 @@ impl ChatRequest {
             _ => PropertyOrder::Any,
         };
 
+        let effort_budget = match self.reasoning_effort.as_deref() {
+            None => None,
+            Some("none") => Some(None),
+            Some("minimal") => Some(Some(128)),
+            Some("low") => Some(Some(512)),
+            Some("medium") => Some(Some(2048)),
+            Some("high") => Some(Some(8192)),
+            Some(other) => {
+                return Err(ApiError::invalid(format!(
+                    "reasoning_effort must be none, minimal, low, medium or high (got {other:?})"
+                ))
+                .param("reasoning_effort"));
+            }
+        };
+        let template_kwargs = match &self.chat_template_kwargs {
+            None | Some(Value::Null) => None,
+            Some(v @ Value::Object(_)) => Some(v.clone()),
+            Some(_) => {
+                return Err(ApiError::invalid("chat_template_kwargs must be an object")
+                    .param("chat_template_kwargs"));
+            }
+        };
+        let enable_thinking = match template_kwargs.as_ref().map(|k| k.get("enable_thinking")) {
+            None | Some(None) | Some(Some(Value::Null)) => None,
+            Some(Some(Value::Bool(b))) => Some(*b),
+            Some(Some(_)) => {
+                return Err(ApiError::invalid(
+                    "chat_template_kwargs.enable_thinking must be a boolean",
+                )
+                .param("chat_template_kwargs"));
+            }
+        };
+        let thinking = Thinking {
+            enabled: match (effort_budget, enable_thinking) {
+                (Some(None), _) | (_, Some(false)) => Some(false),
+                (Some(Some(_)), _) | (_, Some(true)) => Some(true),
+                (None, None) => None,
+            },
+            budget: self
+                .reasoning_budget_tokens
+                .map(|n| n as usize)
+                .or(effort_budget.flatten()),
+        };
+
         let schema = match self.response_format {
             None | Some(ResponseFormat::Text) => None,
             Some(ResponseFormat::JsonObject) => Some(json!({"type": "object"})),
@@ -438,6 +510,8 @@ impl ChatRequest {
                 .unwrap_or(false),
             schema_in_prompt: self.schema_in_prompt.unwrap_or_default(),
             property_order,
+            thinking,
+            template_kwargs,
         })
     }
 }
@@ -564,6 +638,8 @@ pub struct Usage {
     pub prompt: usize,
     /// Generated tokens.
     pub completion: usize,
+    /// Of those, the thinking's.
+    pub reasoning: usize,
 }
 
 impl Usage {
@@ -573,6 +649,7 @@ impl Usage {
             "prompt_tokens": self.prompt,
             "completion_tokens": self.completion,
             "total_tokens": self.prompt + self.completion,
+            "completion_tokens_details": {"reasoning_tokens": self.reasoning},
         })
     }
 }
@@ -596,8 +673,9 @@ impl Envelope {
         finish_reason: &str,
         usage: Usage,
         logprobs: Option<&[TokenLogprob]>,
+        reasoning: Option<&str>,
     ) -> Value {
-        let message = match answer {
+        let mut message = match answer {
             Answer::Text(t) => json!({"role": "assistant", "content": t, "refusal": null}),
             Answer::Calls(calls) => json!({
                 "role": "assistant",
@@ -606,6 +684,9 @@ impl Envelope {
                 "tool_calls": calls.iter().map(|c| c.to_json(None)).collect::<Vec<_>>(),
             }),
         };
+        if let Some(r) = reasoning {
+            message["reasoning_content"] = json!(r);
+        }
         json!({
             "id": self.id,
             "object": "chat.completion",

@@ -366,7 +366,7 @@ fn usage_json(u: Usage) -> Value {
         "input_tokens": u.prompt,
         "input_tokens_details": {"cached_tokens": 0},
         "output_tokens": u.completion,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": u.reasoning},
         "total_tokens": u.prompt + u.completion,
     })
 }
@@ -551,7 +551,8 @@ fn stream(
                     }
                 }
                 Event::Logprobs(entries) => pending.extend(entries),
-                Event::Started => {}
+                // The thinking is not part of the Responses API's output here.
+                Event::Started | Event::Reasoning(_) => {}
                 Event::Done(Ok(f)) => {
                     let mut output = Vec::new();
                     match &f.answer {

@@ -22,7 +22,7 @@ use std::time::Instant;
 use generate::template::inject_schema;
 use generate::{
     GenerateError, GenerateOptions, Generator, LogprobSink, Message, Model, Output, Prompt,
-    Request, SCHEMA_PLACEHOLDER, SchemaInPrompt, StopReason, Timing, TokenLogprob,
+    Reasoning, Request, SCHEMA_PLACEHOLDER, SchemaInPrompt, StopReason, Timing, TokenLogprob,
 };
 use schema_compiler::{Grammar, Options};
 use serde_json::{Value, json};
@@ -74,6 +74,8 @@ pub(crate) enum Event {
     /// The log probabilities of the next tokens, sent before their text (streaming requests
     /// that ask for them).
     Logprobs(Vec<TokenLogprob>),
+    /// A piece of a reasoning model's thinking (streaming requests), before the answer.
+    Reasoning(String),
     /// The end.
     Done(Result<Finished, ApiError>),
 }
@@ -95,6 +97,8 @@ pub(crate) struct Finished {
     pub schema_in_prompt: &'static str,
     /// The log probabilities, when asked for (not streamed).
     pub logprobs: Option<Vec<TokenLogprob>>,
+    /// A reasoning model's thinking, without its markers.
+    pub reasoning: Option<String>,
 }
 
 /// State shared by the model thread and the handlers.
@@ -383,6 +387,7 @@ fn process<M: Model>(
 ) -> Result<Finished, ApiError> {
     let queue_ms = work.enqueued.elapsed().as_secs_f64() * 1e3;
     generator.set_property_order(work.plan.property_order);
+    let reasoning = thinking(generator, &work.plan);
     for (schema, grammar) in &work.grammars {
         if !generator.add_compiled(schema, grammar.clone()) {
             tracing::warn!("a grammar from the compile pool has other options; compiling here");
@@ -394,7 +399,8 @@ fn process<M: Model>(
         return crate::tools::run(generator, work, shared, queue_ms, &sink);
     }
     let (messages, n_prompt, placed) = prompt_with_schema(generator, plan, max_prompt_bytes)?;
-    let options = fit_context(generator, &plan.options, n_prompt)?;
+    let mut options = fit_context(generator, &plan.options, n_prompt)?;
+    options.reasoning = reasoning;
     if let Some(schema) = &plan.schema {
         // Found in the generator's cache (the compile pool compiled it), so a bad schema was
         // an error before any byte was streamed.
@@ -427,8 +433,18 @@ fn process<M: Model>(
             None => !events.is_closed(),
         }
     };
+    let mut on_reasoning = |piece: &str| {
+        if shared.cancel_all.load(Ordering::Relaxed) {
+            return false;
+        }
+        if stream {
+            events.send(Event::Reasoning(piece.to_string())).is_ok()
+        } else {
+            !events.is_closed()
+        }
+    };
     let out = generator
-        .generate(&request, &mut on_text)
+        .generate_thinking(&request, &mut on_reasoning, &mut on_text)
         .map_err(|e| ApiError::from_generate(&e))?;
     sink.drain(events);
     if stream && out.text.len() > guard.sent {
@@ -440,6 +456,30 @@ fn process<M: Model>(
     done.text_streamed = stream;
     done.schema_in_prompt = placed;
     Ok(done)
+}
+
+/// The thinking section of this request, where the model has one: its end marker is in the
+/// chat template (or set with `stencil serve --reasoning-end`) and the request does not turn
+/// it off. Also hands the request's template variables to the generator, `enable_thinking`
+/// among them. Tool-calling turns do not think yet: their calls start at the first token.
+fn thinking<M: Model>(generator: &mut Generator<M>, plan: &Plan) -> Option<Reasoning> {
+    let mut kwargs = plan.template_kwargs.clone();
+    if let Some(enabled) = plan.thinking.enabled {
+        let k = kwargs.get_or_insert_with(|| Value::Object(Default::default()));
+        k["enable_thinking"] = Value::Bool(enabled);
+    }
+    generator.set_template_kwargs(kwargs);
+    if plan.thinking.enabled == Some(false) || plan.with_tools {
+        return None;
+    }
+    let end = generator.reasoning_end()?;
+    Some(Reasoning {
+        end,
+        budget: plan
+            .thinking
+            .budget
+            .unwrap_or(crate::openai::DEFAULT_REASONING_BUDGET),
+    })
 }
 
 /// Log probabilities for a request that asks for them: a sink on the generator for a
@@ -589,6 +629,7 @@ pub(crate) fn finish(
         usage: Usage {
             prompt: out.prompt_tokens,
             completion: out.completion_tokens,
+            reasoning: out.reasoning_tokens,
         },
         timing: out.timing,
         queue_ms,
@@ -597,6 +638,7 @@ pub(crate) fn finish(
         cancelled,
         schema_in_prompt: "none",
         logprobs: None,
+        reasoning: out.reasoning,
     })
 }
 

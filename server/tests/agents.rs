@@ -702,3 +702,90 @@ async fn a_response_format_together_with_tools() {
         server.stop().await;
     }
 }
+
+/// A reasoning model thinks unconstrained up to its end marker, then answers in the schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_models_think_before_the_constrained_answer() {
+    let knobs = support::Knobs {
+        reasoning_end: Some("</think>".into()),
+        ..script(r#"<think>Two and two: 4.</think>{"answer":4}"#)
+    };
+    let server = start(config(), knobs);
+    let r = server.router();
+    let format = json!({"type": "json_schema", "json_schema": {"name": "n", "schema":
+        {"type": "object", "properties": {"answer": {"type": "integer"}},
+         "required": ["answer"], "additionalProperties": false}}});
+    let body = json!({"messages": user("2+2?"), "response_format": format,
+        "max_tokens": 60, "temperature": 0});
+    let v = call(&r, "POST", "/v1/chat/completions", Some(body.clone()))
+        .await
+        .json();
+    let message = &v["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], "Two and two: 4.", "{v}");
+    assert_eq!(message["content"], r#"{"answer":4}"#, "{v}");
+    let usage = &v["usage"];
+    let thought = usage["completion_tokens_details"]["reasoning_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        thought > 0 && thought < usage["completion_tokens"].as_u64().unwrap(),
+        "{v}"
+    );
+
+    // Streamed: the thinking as `reasoning_content` deltas, all before the content.
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let chunks = sse_chunks(&call(&r, "POST", "/v1/chat/completions", Some(streamed)).await);
+    let (mut thinking, mut content) = (String::new(), String::new());
+    for c in &chunks {
+        let delta = &c["choices"][0]["delta"];
+        if let Some(t) = delta["reasoning_content"].as_str() {
+            assert!(content.is_empty(), "thinking after the answer began: {c}");
+            thinking.push_str(t);
+        }
+        content.push_str(delta["content"].as_str().unwrap_or(""));
+    }
+    assert_eq!(thinking, "Two and two: 4.");
+    assert_eq!(content, r#"{"answer":4}"#);
+
+    // Turned off: no thinking, and the schema holds from the first token.
+    for off in [
+        json!({"reasoning_effort": "none"}),
+        json!({"chat_template_kwargs": {"enable_thinking": false}}),
+    ] {
+        let mut b = body.clone();
+        for (k, x) in off.as_object().unwrap() {
+            b[k] = x.clone();
+        }
+        let v = call(&r, "POST", "/v1/chat/completions", Some(b))
+            .await
+            .json();
+        let message = &v["choices"][0]["message"];
+        assert!(message.get("reasoning_content").is_none(), "{v}");
+        let doc: Value = serde_json::from_str(message["content"].as_str().unwrap()).unwrap();
+        assert!(doc["answer"].is_number(), "{v}");
+    }
+
+    // A spent budget: the marker is written and the answer still follows the schema.
+    let mut short = body.clone();
+    short["reasoning_budget_tokens"] = json!(2);
+    let v = call(&r, "POST", "/v1/chat/completions", Some(short))
+        .await
+        .json();
+    let message = &v["choices"][0]["message"];
+    let thought = message["reasoning_content"].as_str().unwrap();
+    assert!(
+        "Two and two: 4.".starts_with(thought) && thought.len() < 15,
+        "{v}"
+    );
+    let doc: Value = serde_json::from_str(message["content"].as_str().unwrap()).unwrap();
+    assert!(doc["answer"].is_number(), "{v}");
+
+    let mut bad = body.clone();
+    bad["reasoning_effort"] = json!("extreme");
+    let e = call(&r, "POST", "/v1/chat/completions", Some(bad))
+        .await
+        .error(400);
+    assert_eq!(e["param"], "reasoning_effort", "{e}");
+    server.stop().await;
+}

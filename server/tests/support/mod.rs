@@ -91,6 +91,10 @@ pub struct Knobs {
     pub panic_next: Arc<AtomicBool>,
     /// Counts the models loaded.
     pub loads: Arc<AtomicUsize>,
+    /// A reasoning model: the server is told this end marker of the thinking section, and a
+    /// prompt evaluated after the request's own (the thinking and its marker, before the
+    /// answer) continues the script instead of starting it again.
+    pub reasoning_end: Option<String>,
 }
 
 impl Default for Knobs {
@@ -105,6 +109,7 @@ impl Default for Knobs {
             context: 4096,
             panic_next: Arc::new(AtomicBool::new(false)),
             loads: Arc::new(AtomicUsize::new(0)),
+            reasoning_end: None,
         }
     }
 }
@@ -119,6 +124,12 @@ pub struct FakeModel {
     generated: Vec<u8>,
     /// The next `forward` evaluates a prompt (the generator truncates before every prompt).
     prefill: bool,
+    /// The tokens in the cache, and where the request's own prompt ends among them.
+    cache: Vec<u32>,
+    prompt_len: usize,
+    /// With `reasoning_end`: the prompt being evaluated extends the request's (the truncation
+    /// kept all of it).
+    continuing: bool,
 }
 
 impl FakeModel {
@@ -137,6 +148,9 @@ impl FakeModel {
             n_past: 0,
             generated: Vec::new(),
             prefill: true,
+            cache: Vec::new(),
+            prompt_len: 0,
+            continuing: false,
             knobs,
         }
     }
@@ -204,9 +218,18 @@ impl Model for FakeModel {
             });
         }
         self.n_past += tokens.len();
-        if self.prefill {
+        self.cache.extend_from_slice(tokens);
+        if self.prefill && self.continuing {
             self.prefill = false;
             self.generated.clear();
+            for &t in &self.cache[self.prompt_len..] {
+                let id = vocab_index::TokenId::new(t).expect("a token id");
+                self.generated.extend_from_slice(self.vocab.bytes(id));
+            }
+        } else if self.prefill {
+            self.prefill = false;
+            self.generated.clear();
+            self.prompt_len = self.cache.len();
         } else {
             for &t in tokens {
                 let id = vocab_index::TokenId::new(t).expect("a token id");
@@ -227,6 +250,10 @@ impl Model for FakeModel {
 
     fn truncate(&mut self, n_past: usize) -> Result<(), ModelError> {
         self.n_past = n_past.min(self.n_past);
+        self.cache.truncate(self.n_past);
+        self.continuing = self.knobs.reasoning_end.is_some()
+            && self.prompt_len > 0
+            && self.n_past >= self.prompt_len;
         self.prefill = true;
         Ok(())
     }
@@ -238,7 +265,9 @@ pub fn start(config: ServerConfig, knobs: Knobs) -> Server {
     Server::start(&config, move || {
         knobs.loads.fetch_add(1, Ordering::SeqCst);
         let model = FakeModel::new(knobs.clone(), &tok);
-        Generator::new(model, tok.clone())
+        let mut g = Generator::new(model, tok.clone())?;
+        g.set_reasoning_end(knobs.reasoning_end.clone());
+        Ok::<_, generate::GenerateError>(g)
     })
     .expect("the fake model loads")
 }
