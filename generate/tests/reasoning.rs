@@ -172,3 +172,46 @@ fn templates_with_a_thinking_section_are_recognised() {
     );
     assert_eq!(generate::reasoning_end_in("{{ messages }}"), None);
 }
+
+/// Qwen 3's own chat template: it has a thinking section, and `enable_thinking: false` (passed
+/// as a template variable) closes it in the generation prompt, so the model answers at once.
+#[test]
+fn qwen3_template_thinks_unless_told_not_to() {
+    let path = format!(
+        "{}/../assets/tokenizers/qwen3/tokenizer.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let tok = Arc::new(Tokenizer::from_file(&path).expect("run `cargo xtask fetch-assets`"));
+    let template = tok.chat_template().expect("Qwen 3 has a chat template");
+    assert_eq!(
+        generate::reasoning_end_in(template.source()),
+        Some("</think>")
+    );
+    let messages = [generate::Message::new("user", "2+2?")];
+    let thinking = template.render(&messages, true, None).unwrap();
+    assert!(
+        thinking.ends_with("<|im_start|>assistant\n"),
+        "{thinking:?}"
+    );
+    let off = json!({"enable_thinking": false});
+    let not_thinking = template
+        .render_with(&messages, true, None, Some(&off))
+        .unwrap();
+    assert!(
+        not_thinking.ends_with("<|im_start|>assistant\n<think>\n\n</think>\n\n"),
+        "{not_thinking:?}"
+    );
+    // A generator on it finds the marker; one told another marker uses that.
+    let model = Thinker {
+        tok: tok.clone(),
+        plain: plain_logits(&tok),
+        script: String::new(),
+        prompt_len: None,
+        cache: Vec::new(),
+        logits: vec![0.0; tok.vocab().len()],
+    };
+    let mut g = Generator::new(model, tok).unwrap();
+    assert_eq!(g.reasoning_end().as_deref(), Some("</think>"));
+    g.set_reasoning_end(Some("<|end_thinking|>".into()));
+    assert_eq!(g.reasoning_end().as_deref(), Some("<|end_thinking|>"));
+}

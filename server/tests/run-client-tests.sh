@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Drives a real `stencil serve` (default model, loopback) with real clients: the official
-# `openai` Python package (server/tests/openai_client.py), `curl -N` for the server-sent
+# `openai` Python package (server/tests/openai_client.py), the OpenAI Agents SDK
+# (server/tests/agents_sdk.py, installed on the fly), `curl -N` for the server-sent
 # events, a load test of 50 concurrent requests, and a graceful SIGTERM while a stream is in
 # flight. Exits non-zero on any failure; the server is always stopped on exit.
 #
@@ -71,6 +72,23 @@ echo "server up: $(curl -s "$base/health")"
 
 echo "== openai client tests"
 python3 "$tests/openai_client.py" --base-url "$base/v1" || fail "openai client tests"
+
+echo "== OpenAI Agents SDK (openai-agents)"
+# Installed into a throwaway environment (about 15 s from PyPI) unless python3 has it; skipped,
+# saying why, where it cannot be installed.
+agents_python=""
+if python3 -c 'import agents' 2>/dev/null; then
+    agents_python=python3
+elif python3 -m venv --system-site-packages "$work/agents-env" >"$work/agents-pip.log" 2>&1 \
+    && timeout 300 "$work/agents-env/bin/pip" install -q openai-agents >>"$work/agents-pip.log" 2>&1; then
+    agents_python="$work/agents-env/bin/python"
+else
+    echo "SKIP: openai-agents could not be installed (no package registry?):"
+    tail -n 3 "$work/agents-pip.log" || true
+fi
+if [ -n "$agents_python" ]; then
+    "$agents_python" "$tests/agents_sdk.py" --base-url "$base/v1" || fail "Agents SDK tests"
+fi
 
 echo "== curl: server-sent events"
 sse="$work/sse.txt"
