@@ -66,17 +66,17 @@ pub struct Reasoning {
 }
 
 /// A generated thinking section, and where the answer starts.
-struct Thought {
+pub(crate) struct Thought {
     /// The prompt, the thinking and its end marker.
-    prompt: Vec<TokenId>,
+    pub prompt: Vec<TokenId>,
     /// Tokens of thinking, the end marker included.
-    tokens: usize,
+    pub tokens: usize,
     /// The thinking, without its markers.
-    text: String,
+    pub text: String,
     /// The caller cancelled while it was generated.
-    cancelled: bool,
+    pub cancelled: bool,
     /// The decode loop's output for it.
-    output: Output,
+    pub output: Output,
 }
 
 /// The end marker of a thinking section, when a chat template writes or expects one.
@@ -584,7 +584,7 @@ impl<M: Model> Generator<M> {
     /// Generates the thinking section after `prompt`, unconstrained, up to `r.end` or the
     /// budget (then the end marker is written as if generated). The text streamed to
     /// `on_reasoning` never includes the marker, nor a leading `<think>` tag.
-    fn think(
+    pub(crate) fn think(
         &mut self,
         prompt: &[TokenId],
         r: &Reasoning,

@@ -430,6 +430,8 @@ fn stream_response(
         ));
         // Log probabilities of tokens whose text has not been sent yet.
         let mut pending: Vec<TokenLogprob> = Vec::new();
+        // Whether the thinking went out as it was generated (tool turns send it at the end).
+        let mut reasoning_streamed = false;
         loop {
             let event = match timeout.next(&mut events).await {
                 Ok(event) => event,
@@ -443,6 +445,7 @@ fn stream_response(
                 Event::Started => {}
                 Event::Logprobs(entries) => pending.extend(entries),
                 Event::Reasoning(text) => {
+                    reasoning_streamed = true;
                     yield data(&env.chunk(json!({"reasoning_content": text}), None, include_usage));
                 }
                 Event::Delta(text) => {
@@ -459,6 +462,9 @@ fn stream_response(
                     yield data(&env.chunk(json!({"tool_calls": [call]}), None, include_usage));
                 }
                 Event::Done(Ok(f)) => {
+                    if let Some(r) = f.reasoning.as_ref().filter(|_| !reasoning_streamed) {
+                        yield data(&env.chunk(json!({"reasoning_content": r}), None, include_usage));
+                    }
                     match &f.answer {
                         // Sent as call events while generated.
                         Answer::Calls(_) if f.text_streamed => {}

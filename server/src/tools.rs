@@ -25,6 +25,7 @@ pub(crate) fn run<M: Model>(
     shared: &Shared,
     queue_ms: f64,
     sink: &Logprobs,
+    reasoning: Option<generate::Reasoning>,
 ) -> Result<Finished, ApiError> {
     let plan = &work.plan;
     let err = |e: GenerateError| ApiError::from_generate(&e);
@@ -42,7 +43,8 @@ pub(crate) fn run<M: Model>(
         .tool_prompt(&messages, tools, choice)
         .map_err(err)?
         .len();
-    let options = fit_context(generator, &plan.options, n_prompt)?;
+    let mut options = fit_context(generator, &plan.options, n_prompt)?;
+    options.reasoning = reasoning;
     let _ = work.events.send(Event::Started);
 
     let events = &work.events;

@@ -396,7 +396,7 @@ fn process<M: Model>(
     let plan = &work.plan;
     let sink = Logprobs::new(generator, plan);
     if plan.with_tools {
-        return crate::tools::run(generator, work, shared, queue_ms, &sink);
+        return crate::tools::run(generator, work, shared, queue_ms, &sink, reasoning);
     }
     let (messages, n_prompt, placed) = prompt_with_schema(generator, plan, max_prompt_bytes)?;
     let mut options = fit_context(generator, &plan.options, n_prompt)?;
@@ -461,7 +461,7 @@ fn process<M: Model>(
 /// The thinking section of this request, where the model has one: its end marker is in the
 /// chat template (or set with `stencil serve --reasoning-end`) and the request does not turn
 /// it off. Also hands the request's template variables to the generator, `enable_thinking`
-/// among them. Tool-calling turns do not think yet: their calls start at the first token.
+/// among them.
 fn thinking<M: Model>(generator: &mut Generator<M>, plan: &Plan) -> Option<Reasoning> {
     let mut kwargs = plan.template_kwargs.clone();
     if let Some(enabled) = plan.thinking.enabled {
@@ -469,7 +469,7 @@ fn thinking<M: Model>(generator: &mut Generator<M>, plan: &Plan) -> Option<Reaso
         k["enable_thinking"] = Value::Bool(enabled);
     }
     generator.set_template_kwargs(kwargs);
-    if plan.thinking.enabled == Some(false) || plan.with_tools {
+    if plan.thinking.enabled == Some(false) {
         return None;
     }
     let end = generator.reasoning_end()?;

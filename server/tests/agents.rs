@@ -789,3 +789,42 @@ async fn reasoning_models_think_before_the_constrained_answer() {
     assert_eq!(e["param"], "reasoning_effort", "{e}");
     server.stop().await;
 }
+
+/// Tool calls the same way: think, then a constrained call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_models_think_before_a_tool_call() {
+    let knobs = support::Knobs {
+        reasoning_end: Some("</think>".into()),
+        ..script(
+            r#"<think>The clock knows.</think>{"tool_calls":[{"name":"current_time","arguments":{}}]}"#,
+        )
+    };
+    let server = start(config(), knobs);
+    let r = server.router();
+    let body = json!({"messages": user("Time?"), "tools": [clock_tool()],
+        "tool_choice": "required", "max_tokens": 80, "temperature": 0});
+    let v = call(&r, "POST", "/v1/chat/completions", Some(body.clone()))
+        .await
+        .json();
+    let message = &v["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], "The clock knows.", "{v}");
+    let calls = message["tool_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 1, "{v}");
+    assert_eq!(calls[0]["function"]["name"], "current_time");
+    assert_eq!(v["choices"][0]["finish_reason"], "tool_calls");
+    let thought = v["usage"]["completion_tokens_details"]["reasoning_tokens"]
+        .as_u64()
+        .unwrap();
+    assert!(thought > 0, "{v}");
+
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let chunks = sse_chunks(&call(&r, "POST", "/v1/chat/completions", Some(streamed)).await);
+    let thinking: String = chunks
+        .iter()
+        .filter_map(|c| c["choices"][0]["delta"]["reasoning_content"].as_str())
+        .collect();
+    assert_eq!(thinking, "The clock knows.");
+    assert_eq!(assemble(&chunks).len(), 1);
+    server.stop().await;
+}

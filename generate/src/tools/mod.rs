@@ -656,7 +656,9 @@ impl<M: Model> Generator<M> {
     }
 
     /// [`Generator::generate_with_tools`] with the knobs of [`TurnOptions`]: a limit on the
-    /// calls per turn and a prefill for text answers.
+    /// calls per turn and a prefill for text answers. With [`GenerateOptions::reasoning`], the
+    /// model thinks first (returned in [`Output::reasoning`]) and the turn's constraint starts
+    /// after the end marker.
     ///
     /// When the token budget runs out inside a later call, the complete calls before it are
     /// returned (the output's stop reason says [`StopReason::MaxTokens`]).
@@ -685,6 +687,23 @@ impl<M: Model> Generator<M> {
         let branches = plan.branches;
         let format = self.tool_format();
         let mut prompt = self.render_tools(&messages, &plan.described, choice)?;
+        let prompt_len = prompt.len();
+        // A reasoning model thinks first; the turn's constraint starts after the end marker.
+        let mut options = options;
+        let thought = match options.reasoning.take() {
+            Some(r) => {
+                let t = self.think(&prompt, &r, &options, &mut |_| true)?;
+                if t.cancelled {
+                    let mut out = t.output;
+                    out.reasoning = Some(t.text);
+                    return Ok((Reply::Text(String::new()), out));
+                }
+                prompt = t.prompt;
+                options.max_tokens = options.max_tokens.saturating_sub(t.tokens).max(1);
+                Some((t.text, t.tokens, t.output.timing.decode_ms))
+            }
+            None => None,
+        };
 
         let text = if plan.guard {
             TextGuard::new(format.opening().as_bytes(), format.marker().as_bytes())
@@ -811,6 +830,13 @@ impl<M: Model> Generator<M> {
         self.put_compiled(key, grammar, Some(cache));
         let mut out = result?;
         out.timing.compile_ms = compile_ms;
+        if let Some((text, tokens, decode_ms)) = thought {
+            out.prompt_tokens = prompt_len;
+            out.completion_tokens += tokens;
+            out.reasoning_tokens = tokens;
+            out.reasoning = Some(text);
+            out.timing.decode_ms += decode_ms;
+        }
         if let Some(at) = stopped_at {
             out.text.truncate(at.min(out.text.len()));
             out.stop = StopReason::Stop;
