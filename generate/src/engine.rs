@@ -79,9 +79,38 @@ pub(crate) struct Thought {
     pub output: Output,
 }
 
+impl Thought {
+    /// What a request cancelled while thinking returns: the thinking so far.
+    pub fn into_cancelled(self) -> Output {
+        let mut out = self.output;
+        out.reasoning = Some(self.text);
+        out
+    }
+
+    /// The answer's token budget: what the thinking left of `max_tokens` (at least one).
+    pub fn tokens_left(&self, max_tokens: usize) -> usize {
+        max_tokens.saturating_sub(self.tokens).max(1)
+    }
+
+    /// Counts the thinking into the answer's output, whose prompt was `prompt_len` tokens
+    /// before the thinking was appended to it.
+    pub fn add_to(self, out: &mut Output, prompt_len: usize) {
+        out.prompt_tokens = prompt_len;
+        out.completion_tokens += self.tokens;
+        out.reasoning_tokens = self.tokens;
+        out.reasoning = Some(self.text);
+        out.timing.decode_ms += self.output.timing.decode_ms;
+    }
+}
+
+/// The tag that opens the usual thinking section.
+const THINK_OPEN: &str = "<think>";
+/// The tag that ends it.
+const THINK_END: &str = "</think>";
+
 /// The end marker of a thinking section, when a chat template writes or expects one.
 pub fn reasoning_end_in(template: &str) -> Option<&'static str> {
-    template.contains("</think>").then_some("</think>")
+    template.contains(THINK_END).then_some(THINK_END)
 }
 
 /// The most alternatives [`GenerateOptions::logprobs`] may ask for.
@@ -407,7 +436,7 @@ impl<M: Model> Generator<M> {
     }
 
     /// The cache key of `schema` compiled with the current options.
-    fn schema_key(&self, schema: &Value) -> String {
+    pub(crate) fn schema_key(&self, schema: &Value) -> String {
         match self.options.property_order {
             PropertyOrder::Any => schema.to_string(),
             PropertyOrder::Schema => format!("in schema order\0{schema}"),
@@ -561,23 +590,17 @@ impl<M: Model> Generator<M> {
         let Some(reasoning) = &request.options.reasoning else {
             return self.answer(request, &prompt, &request.options, on_text);
         };
-        let thought = self.think(&prompt, reasoning, &request.options, on_reasoning)?;
+        let mut thought = self.think(&prompt, reasoning, &request.options, on_reasoning)?;
         if thought.cancelled {
-            let mut out = thought.output;
-            out.reasoning = Some(thought.text);
-            return Ok(out);
+            return Ok(thought.into_cancelled());
         }
-        let used = thought.tokens;
         let options = GenerateOptions {
-            max_tokens: request.options.max_tokens.saturating_sub(used).max(1),
+            max_tokens: thought.tokens_left(request.options.max_tokens),
             ..request.options.clone()
         };
-        let mut out = self.answer(request, &thought.prompt, &options, on_text)?;
-        out.prompt_tokens = prompt.len();
-        out.completion_tokens += used;
-        out.reasoning_tokens = used;
-        out.reasoning = Some(thought.text);
-        out.timing.decode_ms += thought.output.timing.decode_ms;
+        let after = std::mem::take(&mut thought.prompt);
+        let mut out = self.answer(request, &after, &options, on_text)?;
+        thought.add_to(&mut out, prompt.len());
         Ok(out)
     }
 
@@ -613,11 +636,11 @@ impl<M: Model> Generator<M> {
                 held.push_str(piece);
                 if !started {
                     let trimmed = held.trim_start();
-                    if trimmed.is_empty() || "<think>".starts_with(trimmed) {
+                    if trimmed.is_empty() || THINK_OPEN.starts_with(trimmed) {
                         return true;
                     }
                     held = trimmed
-                        .strip_prefix("<think>")
+                        .strip_prefix(THINK_OPEN)
                         .unwrap_or(trimmed)
                         .to_string();
                     started = true;
@@ -650,11 +673,11 @@ impl<M: Model> Generator<M> {
             on_reasoning(&held);
         }
         let text = output.text.trim_start();
-        let text = if "<think>".starts_with(text) {
+        let text = if THINK_OPEN.starts_with(text) {
             // Nothing but (part of) the opening tag: the budget ran out on it.
             ""
         } else {
-            text.strip_prefix("<think>").unwrap_or(text)
+            text.strip_prefix(THINK_OPEN).unwrap_or(text)
         };
         let text = text.trim().to_string();
         // The thought, then the marker (written here when the budget ran out or the model

@@ -2350,7 +2350,7 @@ impl State {
                         // Held to the schema's order: some key reachable from here must also
                         // leave the leaf a way to complete.
                         let after = leaf.count as u64 + 1;
-                        ok = ok && self.order_after(g, leaf, spec, None, after).is_some()
+                        ok = ok && self.nonlit_in_order(g, leaf, spec)
                             || self.some_literal(row, leaf, nlit, |lit| {
                                 self.order_after(g, leaf, spec, Some(lit), after).is_some()
                             });
@@ -2518,14 +2518,19 @@ impl State {
         Some(next)
     }
 
+    /// Whether the leaf's order (if it is held to one) lets its next key be one that is none
+    /// of its literals.
+    fn nonlit_in_order(&self, g: &Grammar, leaf: &Leaf, spec: &ObjSpec) -> bool {
+        leaf.next == NONE
+            || self
+                .order_after(g, leaf, spec, None, leaf.count as u64 + 1)
+                .is_some()
+    }
+
     /// Whether every continuation of a key from `state`, in the key DFA of `leaf`'s `spec`,
     /// keeps a non-literal key acceptable to the leaf (its order included).
     fn key_universal(&self, g: &Grammar, leaf: &Leaf, spec: &ObjSpec, state: u32) -> bool {
-        spec.key_universal(g.dfa(spec.key_dfa), state)
-            && (leaf.next == NONE
-                || self
-                    .order_after(g, leaf, spec, None, leaf.count as u64 + 1)
-                    .is_some())
+        spec.key_universal(g.dfa(spec.key_dfa), state) && self.nonlit_in_order(g, leaf, spec)
     }
 
     fn leaf_final(&self, g: &Grammar, li: u32, o: &Obl) -> bool {
@@ -2871,14 +2876,8 @@ impl Matcher {
                 if f.mode == Mode::Free {
                     return Some((None, None));
                 }
-                // A leaf held to the schema's order may refuse every key outside its literals.
-                let nonlit_in_order = |leaf: &Leaf, spec: &ObjSpec| {
-                    leaf.next == NONE
-                        || st
-                            .order_after(g, leaf, spec, None, leaf.count as u64 + 1)
-                            .is_some()
-                };
-                // Leaves whose key language does not take every content.
+                // Leaves whose key language does not take every content (a leaf held to the
+                // schema's order may refuse every key outside its literals).
                 let narrow = |li: u32| {
                     let leaf = &st.leaves[li as usize];
                     let LeafSpec::Object(s) = leaf.spec else {
@@ -2889,7 +2888,7 @@ impl Matcher {
                         && (!spec
                             .key_levels(g.dfa(spec.key_dfa), leaf.key_state)
                             .live_at(level)
-                            || !nonlit_in_order(leaf, spec))
+                            || !st.nonlit_in_order(g, leaf, spec))
                 };
                 if !(f.leaf_start..f.leaf_end).any(narrow) {
                     return Some((None, None));
@@ -2917,7 +2916,7 @@ impl Matcher {
                         return None;
                     };
                     let spec = &g.obj_specs[s as usize];
-                    if !nonlit_in_order(leaf, spec) {
+                    if !st.nonlit_in_order(g, leaf, spec) {
                         // What its content may be depends on the literals: walk it.
                         return None;
                     }

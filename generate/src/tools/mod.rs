@@ -692,15 +692,13 @@ impl<M: Model> Generator<M> {
         let mut options = options;
         let thought = match options.reasoning.take() {
             Some(r) => {
-                let t = self.think(&prompt, &r, &options, &mut |_| true)?;
+                let mut t = self.think(&prompt, &r, &options, &mut |_| true)?;
                 if t.cancelled {
-                    let mut out = t.output;
-                    out.reasoning = Some(t.text);
-                    return Ok((Reply::Text(String::new()), out));
+                    return Ok((Reply::Text(String::new()), t.into_cancelled()));
                 }
-                prompt = t.prompt;
-                options.max_tokens = options.max_tokens.saturating_sub(t.tokens).max(1);
-                Some((t.text, t.tokens, t.output.timing.decode_ms))
+                prompt = std::mem::take(&mut t.prompt);
+                options.max_tokens = t.tokens_left(options.max_tokens);
+                Some(t)
             }
             None => None,
         };
@@ -721,7 +719,7 @@ impl<M: Model> Generator<M> {
             .as_ref()
             .filter(|_| text_grammar.is_some())
             .map_or(String::new(), |s| {
-                format!("\0answer\0{:?}\0{s}", self.compile_options().property_order)
+                format!("\0answer\0{}", self.schema_key(s))
             });
         // The constraint's grammar (compact JSON) and mask cache, kept across turns.
         let (schema, key) = if branches == Branches::Text {
@@ -734,9 +732,9 @@ impl<M: Model> Generator<M> {
             self.check_tools(&owned)?;
             let schema = format.call_schema(&plan.callable, max_calls);
             let key = format!(
-                "tools\0{branches:?}\0{:?}\0{}\0{schema}{text_key}",
-                self.compile_options().property_order,
-                format.name()
+                "tools\0{branches:?}\0{}\0{}{text_key}",
+                format.name(),
+                self.schema_key(&schema)
             );
             (schema, key)
         };
@@ -830,12 +828,8 @@ impl<M: Model> Generator<M> {
         self.put_compiled(key, grammar, Some(cache));
         let mut out = result?;
         out.timing.compile_ms = compile_ms;
-        if let Some((text, tokens, decode_ms)) = thought {
-            out.prompt_tokens = prompt_len;
-            out.completion_tokens += tokens;
-            out.reasoning_tokens = tokens;
-            out.reasoning = Some(text);
-            out.timing.decode_ms += decode_ms;
+        if let Some(t) = thought {
+            t.add_to(&mut out, prompt_len);
         }
         if let Some(at) = stopped_at {
             out.text.truncate(at.min(out.text.len()));
