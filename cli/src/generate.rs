@@ -5,7 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
-use generate::{GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, Tokenizer};
+use generate::{
+    BatchModel, GenerateOptions, Generator, Message, PerSequence, Prompt, Request, SchemaInPrompt,
+    Tokenizer,
+};
 use runtime_llama::{LlamaConfig, LlamaModel};
 use schema_compiler::{PropertyOrder, Whitespace};
 use serde_json::Value;
@@ -59,6 +62,10 @@ pub struct ModelArgs {
     /// Threads for llama.cpp (default: what measures best on this machine).
     #[arg(long)]
     pub threads: Option<u32>,
+    /// Threads for llama.cpp's multi-token steps: prompts, and the batched steps of `stencil
+    /// serve --parallel` (default: `--threads`, else what measures best on this machine).
+    #[arg(long)]
+    pub threads_batch: Option<u32>,
 }
 
 impl ModelArgs {
@@ -70,15 +77,28 @@ impl ModelArgs {
         })
     }
 
+    /// Threads llama.cpp evaluates multi-token steps with.
+    pub fn threads_batch(&self) -> u32 {
+        self.threads_batch
+            .or(self.threads)
+            .unwrap_or_else(|| LlamaConfig::default().n_threads_batch)
+    }
+
     /// Loads the model and tokenizer into a generator.
     pub fn load(&self) -> Result<Generator<AnyModel>> {
-        let (model, tokenizer) = match self.runtime {
-            Runtime::Llama => {
-                let model = self.load_llama()?;
-                (AnyModel::Llama(model), self.llama_tokenizer()?)
-            }
+        let model = match self.runtime {
+            Runtime::Llama => AnyModel::Llama(self.load_llama(1)?),
+            Runtime::Mlx => self.load_mlx()?,
+        };
+        Ok(Generator::new(model, Arc::new(self.load_tokenizer()?))?)
+    }
+
+    /// The model's tokenizer: for llama.cpp the GGUF file's own vocabulary (or `--tokenizer`
+    /// once checked against it); for MLX `--tokenizer`, else the folder's own, else Gemma 3's.
+    pub fn load_tokenizer(&self) -> Result<Tokenizer> {
+        match self.runtime {
+            Runtime::Llama => self.llama_tokenizer(),
             Runtime::Mlx => {
-                let model = self.load_mlx()?;
                 let path = self.tokenizer.clone().unwrap_or_else(|| {
                     let own = self.model_path().join("tokenizer.json");
                     if own.is_file() {
@@ -87,10 +107,22 @@ impl ModelArgs {
                         gemma_tokenizer()
                     }
                 });
-                (model, Tokenizer::from_file(&path)?)
+                Ok(Tokenizer::from_file(&path)?)
             }
-        };
-        Ok(Generator::new(model, Arc::new(tokenizer))?)
+        }
+    }
+
+    /// Loads the model to evaluate up to `sequences` sequences together: llama.cpp gives each
+    /// its own KV cells in one context; MLX evaluates one sequence (batch size 1).
+    pub fn load_batched(&self, sequences: usize) -> Result<Box<dyn BatchModel>> {
+        Ok(match self.runtime {
+            Runtime::Llama => {
+                let n_seq = u32::try_from(sequences.max(1))
+                    .map_err(|_| anyhow!("{sequences} sequences are too many"))?;
+                Box::new(self.load_llama(n_seq)?)
+            }
+            Runtime::Mlx => Box::new(PerSequence::new(vec![self.load_mlx()?])?),
+        })
     }
 
     /// The GGUF file's own tokenizer, or the `--tokenizer` override once it is checked against
@@ -134,7 +166,7 @@ impl ModelArgs {
         Err(anyhow!(crate::runtime::WITHOUT_MLX))
     }
 
-    fn load_llama(&self) -> Result<LlamaModel> {
+    fn load_llama(&self, sequences: u32) -> Result<LlamaModel> {
         let model_path = self.model_path();
         if !model_path.is_file() {
             return Err(anyhow!(
@@ -142,10 +174,11 @@ impl ModelArgs {
                 model_path.display()
             ));
         }
-        let mut config = LlamaConfig::default().with_n_ctx(self.ctx);
-        if let Some(t) = self.threads {
-            config = config.with_threads(t, t);
-        }
+        let mut config = LlamaConfig::default()
+            .with_n_ctx(self.ctx)
+            .with_sequences(sequences);
+        let threads = self.threads.unwrap_or(config.n_threads);
+        config = config.with_threads(threads, self.threads_batch());
         LlamaModel::load(&model_path, config)
             .with_context(|| format!("loading {}", model_path.display()))
     }

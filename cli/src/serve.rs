@@ -1,13 +1,16 @@
 //! `stencil serve`: the OpenAI-compatible server on the default (or a given) model.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
+use generate::{Generator, Lane};
 use server::ServerConfig;
 use tracing_subscriber::EnvFilter;
 
 use crate::generate::{JsonArgs, ModelArgs};
+use crate::runtime::Runtime;
 
 /// Arguments of `stencil serve`.
 #[derive(clap::Args)]
@@ -27,7 +30,12 @@ pub struct Args {
     /// Port to listen on (0: any free port; the log says which).
     #[arg(long, default_value_t = 8000)]
     port: u16,
-    /// Requests that may wait while one generates; one more is answered 503.
+    /// Requests generated at once (continuous batching): each has its own sequence, with
+    /// `--ctx` positions of KV cache, and the model evaluates their next tokens together.
+    /// With `--runtime mlx`, 1 (MLX evaluates one sequence at a time).
+    #[arg(long, default_value_t = server::DEFAULT_PARALLEL)]
+    parallel: usize,
+    /// Requests that may wait while `--parallel` generate; one more is answered 503.
     #[arg(long, default_value_t = 32)]
     queue: usize,
     /// Largest request body in bytes; a larger one is answered 413.
@@ -73,6 +81,11 @@ pub struct Args {
     compile_threads: usize,
 }
 
+/// Logical CPUs of this machine.
+fn cpus() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+}
+
 /// Seconds as a duration (negative or not a number: zero; too large: a year).
 fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::from_secs(365 * 24 * 3600))
@@ -96,6 +109,10 @@ pub fn run(args: Args) -> Result<()> {
     let config = ServerConfig {
         host: args.host,
         port: args.port,
+        parallel: args.parallel.max(1),
+        // llama.cpp's threads spin at their barriers: a slot that wakes up to compute a mask
+        // while they run on every core stalls them all.
+        overlap_masks: args.model.threads_batch() < cpus(),
         queue: args.queue,
         max_body: args.max_body,
         max_tokens: args.max_tokens_limit,
@@ -113,13 +130,25 @@ pub fn run(args: Args) -> Result<()> {
         compile_timeout: seconds(args.compile_timeout),
         compile_threads: args.compile_threads,
     };
+    if args.model.runtime == Runtime::Mlx && config.parallel > 1 {
+        tracing::warn!(
+            parallel = config.parallel,
+            "the MLX runtime evaluates one sequence at a time: serving one request at a time"
+        );
+    }
     tracing::info!(model = %model_path.display(), "loading the model");
+    let tokenizer = Arc::new(args.model.load_tokenizer()?);
+    let kernel = generate::kernel_for(&tokenizer)?;
     let (model, json_args, reasoning_end) = (args.model, args.json_args, args.reasoning_end);
-    server::serve(config, move || -> Result<_> {
-        let mut generator = model.load()?;
-        json_args.apply(&mut generator);
-        generator.set_reasoning_end(reasoning_end.clone());
-        Ok(generator)
-    })?;
+    server::serve(
+        config,
+        move |sequences| model.load_batched(sequences),
+        move |lane: Lane| -> Result<_> {
+            let mut generator = Generator::with_kernel(lane, tokenizer.clone(), kernel.clone())?;
+            json_args.apply(&mut generator);
+            generator.set_reasoning_end(reasoning_end.clone());
+            Ok(generator)
+        },
+    )?;
     Ok(())
 }

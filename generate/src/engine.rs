@@ -6,7 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use lru::LruCache;
-use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session, apply};
+use mask_kernel::{
+    FixedBitSet, Kernel, MaskCache, MaskError, MaskStats, Recognizer, Session, apply,
+};
 use sampler::{Sampler, SamplerConfig};
 use schema_compiler::{Grammar, Options, PropertyOrder, Whitespace};
 use serde::{Deserialize, Serialize};
@@ -322,7 +324,25 @@ const MAX_PADDING: usize = 1024;
 impl<M: Model> Generator<M> {
     /// Pairs `model` with `tokenizer`, checking that their vocabularies agree.
     pub fn new(model: M, tokenizer: Arc<Tokenizer>) -> Result<Generator<M>, GenerateError> {
+        let kernel = kernel_for(&tokenizer)?;
+        Generator::with_kernel(model, tokenizer, kernel)
+    }
+
+    /// [`Generator::new`] with a mask kernel built before for the same tokenizer
+    /// ([`kernel_for`]): generators of the same model share one (see [`crate::batch`]).
+    pub fn with_kernel(
+        model: M,
+        tokenizer: Arc<Tokenizer>,
+        kernel: Arc<Kernel>,
+    ) -> Result<Generator<M>, GenerateError> {
         let vocab = tokenizer.vocab().clone();
+        if kernel.vocab().len() != vocab.len() {
+            return Err(GenerateError::VocabMismatch {
+                model: kernel.vocab().len(),
+                tokenizer: vocab.len(),
+                detail: "the mask kernel was built for another tokenizer".into(),
+            });
+        }
         let n_logits = model.vocab_size();
         // A model may pad its embedding past the tokenizer's last id, by a little: a
         // vocabulary far smaller than the logits belongs to another model.
@@ -356,10 +376,6 @@ impl<M: Model> Generator<M> {
                 });
             }
         }
-        let kernel = Arc::new(
-            Kernel::new(vocab.clone(), TrieKind::Flat)
-                .map_err(|e| GenerateError::Tokenizer(e.to_string()))?,
-        );
         let mut whitespace = FixedBitSet::with_capacity(vocab.len());
         for (id, bytes) in vocab.iter() {
             if !bytes.is_empty()
@@ -771,6 +787,15 @@ impl<M: Model> Generator<M> {
     }
 
     fn feed(&mut self, tokens: &[TokenId]) -> Result<(), GenerateError> {
+        self.feed_with(tokens, &mut || {})
+    }
+
+    /// [`Generator::feed`], running `meanwhile` while the model evaluates the tokens.
+    fn feed_with(
+        &mut self,
+        tokens: &[TokenId],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<(), GenerateError> {
         let ids: Vec<u32> = tokens.iter().map(|t| t.as_u32()).collect();
         if self.in_cache.len() + ids.len() > self.model.context_size() {
             return Err(GenerateError::Model(
@@ -780,7 +805,7 @@ impl<M: Model> Generator<M> {
                 },
             ));
         }
-        let logits = self.model.forward(&ids)?;
+        let logits = self.model.forward_with(&ids, meanwhile)?;
         self.logits[..logits.len()].copy_from_slice(logits);
         self.in_cache.extend_from_slice(&ids);
         Ok(())
@@ -842,6 +867,9 @@ impl<M: Model> Generator<M> {
         // fitted in the budget: the next step closes it (and nothing is taken back again, so
         // a document that cannot be closed in time still ends, as truncated).
         let mut must_close = false;
+        // The next mask, computed while the model evaluated the last tokens (it depends only
+        // on them), with its time.
+        let mut prepared = None;
         let stop;
         macro_rules! emit {
             ($tokens:expr) => {{
@@ -912,6 +940,7 @@ impl<M: Model> Generator<M> {
                                 .is_some_and(|c| c.len() > remaining - tokens.len())
                         {
                             session.rollback(tokens.len())?;
+                            prepared = None;
                             must_close = true;
                             self.trace_line(json!({"step": step, "taken_back": tokens.len()}));
                             continue;
@@ -927,13 +956,20 @@ impl<M: Model> Generator<M> {
                         self.trace_line(json!({"step": step, "forced": tokens.len(),
                             "text": String::from_utf8_lossy(&bytes)}));
                         step += 1;
-                        self.feed(&tokens)?;
+                        self.feed_with(&tokens, &mut || {
+                            prepared = prepare_mask(session, cache, &mut mask, opts);
+                        })?;
                         continue;
                     }
                 }
-                let t = Instant::now();
-                let stats = session.mask(cache, &mut mask)?;
-                let us = t.elapsed().as_secs_f64() * 1e6;
+                let (stats, us) = match prepared.take() {
+                    Some((stats, us)) => (stats?, us),
+                    None => {
+                        let t = Instant::now();
+                        let stats = session.mask(cache, &mut mask)?;
+                        (stats, t.elapsed().as_secs_f64() * 1e6)
+                    }
+                };
                 mask_ms += us / 1e3;
                 masks += 1;
                 // Complete document, and nothing but whitespace or end of sequence can follow.
@@ -964,6 +1000,7 @@ impl<M: Model> Generator<M> {
                         .is_some_and(|c| c.len() + 1 > remaining)
                 {
                     session.rollback(1)?;
+                    prepared = None;
                     must_close = true;
                     self.trace_line(json!({"step": step, "taken_back": token.as_u32()}));
                     continue;
@@ -981,7 +1018,9 @@ impl<M: Model> Generator<M> {
                 }
                 emit!(&[token]);
                 history.push(token.as_u32());
-                self.feed(&[token])?;
+                self.feed_with(&[token], &mut || {
+                    prepared = prepare_mask(session, cache, &mut mask, opts);
+                })?;
             } else {
                 // Unconstrained: only ids the tokenizer knows.
                 for l in &mut self.logits[vocab.len().min(n_logits)..] {
@@ -1059,6 +1098,29 @@ impl<M: Model> Generator<M> {
             reasoning_tokens: 0,
         })
     }
+}
+
+/// The mask of the next step, with its time in µs, unless the constraint forces the next
+/// bytes (then no mask is needed).
+fn prepare_mask<R: Recognizer>(
+    session: &mut Session<R>,
+    cache: &mut MaskCache,
+    mask: &mut FixedBitSet,
+    opts: &GenerateOptions,
+) -> Option<(Result<MaskStats, MaskError>, f64)> {
+    if opts.fast_forward && !session.forced_bytes(256).is_empty() {
+        return None;
+    }
+    let t = Instant::now();
+    let stats = session.mask(cache, mask);
+    Some((stats, t.elapsed().as_secs_f64() * 1e6))
+}
+
+/// The mask kernel of `tokenizer`'s vocabulary, for [`Generator::with_kernel`].
+pub fn kernel_for(tokenizer: &Tokenizer) -> Result<Arc<Kernel>, GenerateError> {
+    Kernel::new(tokenizer.vocab().clone(), TrieKind::Flat)
+        .map(Arc::new)
+        .map_err(|e| GenerateError::Tokenizer(e.to_string()))
 }
 
 /// Copies `logits` into `raw`, puts the `n` likeliest tokens (with their logits) into `top`,

@@ -18,6 +18,7 @@
 //! [`mask_kernel::Recognizer`] as constraint.
 #![warn(missing_docs)]
 
+pub mod batch;
 pub mod constraint;
 pub mod engine;
 pub mod error;
@@ -27,10 +28,13 @@ pub mod template;
 pub mod tokenizer;
 pub mod tools;
 
+pub use batch::{
+    BatchCounters, BatchModel, BatchOptions, BatchStats, Batcher, Lane, PerSequence, SeqStep,
+};
 pub use constraint::SchemaRecognizer;
 pub use engine::{
     GenerateOptions, Generator, LogprobSink, MAX_TOP_LOGPROBS, Output, Prompt, Reasoning, Request,
-    StopReason, Timing, TokenLogprob, reasoning_end_in,
+    StopReason, Timing, TokenLogprob, kernel_for, reasoning_end_in,
 };
 pub use error::GenerateError;
 pub use model::{Model, ModelError};

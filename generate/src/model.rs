@@ -54,6 +54,19 @@ pub trait Model {
     /// one. `tokens` must not be empty.
     fn forward(&mut self, tokens: &[u32]) -> Result<&[f32], ModelError>;
 
+    /// [`Model::forward`], running `meanwhile` while the tokens are evaluated, where the
+    /// runtime evaluates them elsewhere (a batched model on its own thread, see
+    /// [`crate::batch`]); else before evaluating them. The decode loop computes the next
+    /// token's mask there, which depends only on the tokens already chosen.
+    fn forward_with(
+        &mut self,
+        tokens: &[u32],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<&[f32], ModelError> {
+        meanwhile();
+        self.forward(tokens)
+    }
+
     /// Keep only the first `n_past` positions of the KV cache.
     fn truncate(&mut self, n_past: usize) -> Result<(), ModelError>;
 

@@ -69,9 +69,12 @@ impl LlamaLog {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LlamaConfig {
-    /// Requested context size in positions; capped at the model's training context. Must be
-    /// positive.
+    /// Requested context size in positions, of each sequence; capped at the model's training
+    /// context. Must be positive.
     pub n_ctx: u32,
+    /// Sequences evaluated together, each with its own `n_ctx` positions of KV cache (see
+    /// [`generate::BatchModel`]); 1 by default. Must be positive.
+    pub n_seq: u32,
     /// Largest number of tokens evaluated in one llama.cpp decode call; longer prompts are split.
     /// Capped at the context size. Must be positive.
     pub n_batch: u32,
@@ -88,6 +91,7 @@ impl Default for LlamaConfig {
     fn default() -> Self {
         Self {
             n_ctx: DEFAULT_N_CTX,
+            n_seq: 1,
             n_batch: DEFAULT_N_BATCH,
             n_threads: default_threads(),
             n_threads_batch: default_threads(),
@@ -101,6 +105,13 @@ impl LlamaConfig {
     #[must_use]
     pub fn with_n_ctx(mut self, n_ctx: u32) -> Self {
         self.n_ctx = n_ctx;
+        self
+    }
+
+    /// Sets the number of sequences evaluated together.
+    #[must_use]
+    pub fn with_sequences(mut self, n_seq: u32) -> Self {
+        self.n_seq = n_seq;
         self
     }
 
@@ -136,6 +147,7 @@ impl LlamaConfig {
     pub(crate) fn validate(&self) -> Result<(), String> {
         let fields = [
             ("n_ctx", self.n_ctx),
+            ("n_seq", self.n_seq),
             ("n_batch", self.n_batch),
             ("n_threads", self.n_threads),
             ("n_threads_batch", self.n_threads_batch),
@@ -150,6 +162,14 @@ impl LlamaConfig {
                     i32::MAX
                 ));
             }
+        }
+        if u64::from(self.n_ctx) * u64::from(self.n_seq) > i32::MAX as u64 {
+            return Err(format!(
+                "n_ctx × n_seq = {} × {} exceeds llama.cpp's limit of {}",
+                self.n_ctx,
+                self.n_seq,
+                i32::MAX
+            ));
         }
         Ok(())
     }

@@ -3,12 +3,16 @@
 //! The model weights (memory-mapped) and the context that holds the KV cache live together in
 //! one value; the decode batch and the logits buffer are allocated once at load time and reused
 //! by every [`Model::forward`] call.
+//!
+//! Loaded with [`LlamaConfig::n_seq`] sequences, the same value is a [`BatchModel`]: each
+//! sequence has its own KV cells (`n_ctx` of them), and one `llama_decode` call evaluates the
+//! tokens of every sequence in a step.
 
 use std::fmt;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 
-use generate::{Model, ModelError};
+use generate::{BatchModel, Model, ModelError, SeqStep};
 use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_batch::LlamaBatch;
@@ -21,7 +25,7 @@ use crate::config::LlamaConfig;
 use crate::info::ModelInfo;
 use crate::vocab::GgufVocab;
 
-/// The only sequence this runtime uses in the KV cache.
+/// The sequence [`Model`]'s methods use in the KV cache.
 const SEQ: i32 = 0;
 
 self_cell::self_cell!(
@@ -42,7 +46,9 @@ pub struct LlamaModel {
     batch: LlamaBatch<'static>,
     logits: Vec<f32>,
     n_past: usize,
+    /// Positions of each sequence.
     n_ctx: usize,
+    n_seq: usize,
     n_batch: usize,
     info: ModelInfo,
     config: LlamaConfig,
@@ -57,8 +63,8 @@ const _: () = {
 impl LlamaModel {
     /// Loads a GGUF file and creates a context for it.
     ///
-    /// The context size is `config.n_ctx` capped at the model's training context; the batch
-    /// size is capped at the context size.
+    /// The context size of each of the `config.n_seq` sequences is `config.n_ctx` capped at
+    /// the model's training context; the batch size is capped at that.
     ///
     /// # Errors
     ///
@@ -95,11 +101,16 @@ impl LlamaModel {
         };
         let n_batch = config.n_batch.min(n_ctx);
         let info = read_info(&raw, n_vocab);
+        // `validate` bounded n_ctx × n_seq by i32::MAX.
+        let n_ctx_all = n_ctx.saturating_mul(config.n_seq);
 
         // `validate` bounded every value by i32::MAX, so these conversions cannot fail.
         let as_i32 = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
         let params = LlamaContextParams::default()
-            .with_n_ctx(NonZeroU32::new(n_ctx))
+            .with_n_ctx(NonZeroU32::new(n_ctx_all))
+            // Each sequence its own cells: one cannot crowd out another.
+            .with_n_seq_max(config.n_seq)
+            .with_kv_unified(false)
             .with_n_batch(n_batch)
             .with_n_ubatch(n_batch)
             .with_n_threads(as_i32(config.n_threads))
@@ -112,17 +123,21 @@ impl LlamaModel {
             .map_err(|err| load_error(format!("cannot create a llama.cpp context: {err}")))?;
         drop(backend);
 
+        let n_seq = usize::try_from(config.n_seq)
+            .map_err(|_| load_error("sequence count does not fit in memory".to_owned()))?;
         let n_ctx = usize::try_from(engine.borrow_dependent().n_ctx())
-            .map_err(|_| load_error("context size does not fit in memory".to_owned()))?;
+            .map_err(|_| load_error("context size does not fit in memory".to_owned()))?
+            / n_seq;
         let n_batch = usize::try_from(n_batch)
             .map_err(|_| load_error("batch size does not fit in memory".to_owned()))?;
-        tracing::debug!(%info, n_ctx, n_batch, "loaded model");
+        tracing::debug!(%info, n_ctx, n_seq, n_batch, "loaded model");
         Ok(Self {
             engine,
             batch: LlamaBatch::new(n_batch, 1),
             logits: vec![0.0; n_vocab],
             n_past: 0,
             n_ctx,
+            n_seq,
             n_batch,
             info,
             config,
@@ -242,6 +257,127 @@ impl Model for LlamaModel {
     }
 }
 
+impl BatchModel for LlamaModel {
+    fn vocab_size(&self) -> usize {
+        self.info.n_vocab
+    }
+
+    fn context_size(&self) -> usize {
+        self.n_ctx
+    }
+
+    fn max_sequences(&self) -> usize {
+        self.n_seq
+    }
+
+    fn max_batch_tokens(&self) -> usize {
+        self.n_batch
+    }
+
+    fn decode(&mut self, steps: &[SeqStep<'_>], logits: &mut [Vec<f32>]) -> Result<(), ModelError> {
+        let runtime = ModelError::Runtime;
+        let total: usize = steps.iter().map(|s| s.tokens.len()).sum();
+        if total > self.n_batch {
+            return Err(runtime(format!(
+                "{total} tokens in one step; the batch holds {}",
+                self.n_batch
+            )));
+        }
+        for s in steps {
+            if s.seq >= self.n_seq || s.tokens.is_empty() {
+                return Err(runtime(format!(
+                    "a step for sequence {} of {} with {} tokens",
+                    s.seq,
+                    self.n_seq,
+                    s.tokens.len()
+                )));
+            }
+            let needed = s.keep.saturating_add(s.tokens.len());
+            if needed > self.n_ctx {
+                return Err(ModelError::ContextOverflow {
+                    needed,
+                    capacity: self.n_ctx,
+                });
+            }
+            if let Some(&id) = s
+                .tokens
+                .iter()
+                .find(|&&id| !in_vocab(id, self.info.n_vocab))
+            {
+                return Err(ModelError::BadToken {
+                    id,
+                    vocab_size: self.info.n_vocab,
+                });
+            }
+        }
+        if steps.iter().any(|s| s.seq == 0) {
+            // Sequence 0 is also the one `Model`'s methods track: it no longer holds what they
+            // think.
+            self.n_past = 0;
+        }
+        let batch = &mut self.batch;
+        self.engine.with_dependent_mut(|_, ctx| {
+            let result = evaluate_steps(ctx, batch, steps, logits);
+            if result.is_err() {
+                // Leave each sequence with the positions it kept, as the trait asks.
+                for s in steps {
+                    let _ = ctx.kv_cache_seq_rm(s.seq as i32, u32::try_from(s.keep).ok(), None);
+                }
+            }
+            result
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{}; {} sequences of context {}",
+            self.info, self.n_seq, self.n_ctx
+        )
+    }
+}
+
+/// Evaluates one batched step: drops each sequence's positions from its `keep`, appends its
+/// tokens, decodes them all in one call and copies out the logits asked for.
+fn evaluate_steps(
+    ctx: &mut LlamaContext<'_>,
+    batch: &mut LlamaBatch<'static>,
+    steps: &[SeqStep<'_>],
+    logits: &mut [Vec<f32>],
+) -> Result<(), ModelError> {
+    let runtime = ModelError::Runtime;
+    batch.clear();
+    // For each step that wants logits, the index of its last token in the batch.
+    let mut last = Vec::with_capacity(steps.len());
+    for s in steps {
+        // Sequence ids and positions were checked against n_seq and n_ctx, which llama.cpp
+        // holds in an i32.
+        let seq = s.seq as i32;
+        let keep = u32::try_from(s.keep).map_err(|_| runtime("position exceeds u32".into()))?;
+        ctx.kv_cache_seq_rm(seq, Some(keep), None)
+            .map_err(|err| runtime(format!("cannot truncate sequence {seq}: {err}")))?;
+        for (i, &id) in s.tokens.iter().enumerate() {
+            let token =
+                i32::try_from(id).map_err(|_| runtime(format!("token id {id} exceeds i32")))?;
+            let pos = i32::try_from(s.keep + i)
+                .map_err(|_| runtime(format!("position {} exceeds i32", s.keep + i)))?;
+            let wanted = s.logits && i + 1 == s.tokens.len();
+            batch
+                .add(LlamaToken::new(token), pos, &[seq], wanted)
+                .map_err(|err| runtime(err.to_string()))?;
+        }
+        last.push(s.logits.then(|| batch.n_tokens() - 1));
+    }
+    ctx.decode(batch)
+        .map_err(|err| runtime(format!("llama.cpp decode failed: {err}")))?;
+    for (index, out) in last.into_iter().zip(logits.iter_mut()) {
+        if let Some(index) = index {
+            out.clear();
+            out.extend_from_slice(ctx.get_logits_ith(index));
+        }
+    }
+    Ok(())
+}
+
 /// Evaluates `tokens` at positions `start..` in chunks of `n_batch`, requesting logits only
 /// for the last token, and copies them into `logits`.
 fn evaluate(
@@ -306,6 +442,7 @@ impl fmt::Debug for LlamaModel {
             .field("path", &self.path)
             .field("info", &self.info)
             .field("n_ctx", &self.n_ctx)
+            .field("n_seq", &self.n_seq)
             .field("n_batch", &self.n_batch)
             .field("n_past", &self.n_past)
             .finish_non_exhaustive()

@@ -769,6 +769,7 @@ async fn check(state: &AppState, req: Request) -> Result<Request, ApiError> {
 pub(crate) async fn metrics(State(state): State<AppState>) -> Response {
     let m = &state.inner.shared.metrics;
     m.queue_depth.set(queue_waiting(&state) as i64);
+    m.mirror_batches(state.inner.batches.get());
     (
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
         m.encode(),

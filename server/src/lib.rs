@@ -35,13 +35,15 @@
 //!
 //! Schemas are compiled in the handlers, on a few blocking threads and within
 //! [`ServerConfig::compile_timeout`], so a schema that takes seconds to compile holds no one
-//! else up; compiled grammars and failures are remembered. One model, one thread: the
-//! [`generate::Generator`] lives on a dedicated OS thread (model calls block for the whole
-//! decode), fed by a bounded queue; a panic there reloads the model. At most one request generates
-//! while up to [`ServerConfig::queue`] wait; the next one is answered 503 (`code:
-//! "queue_full"`) at once. Compiled schemas and their mask caches stay in the generator's LRU
-//! cache across requests, so a repeated schema costs nothing to compile; so does the model's
-//! KV cache for a shared prompt prefix. A client that disconnects cancels its generation at
+//! else up; compiled grammars and failures are remembered. Continuous batching: up to
+//! [`ServerConfig::parallel`] requests generate at once, each in a slot with its own
+//! [`generate::Generator`] on its own OS thread (model calls block), all on one model that
+//! evaluates their next tokens together in each step ([`generate::batch`]); each slot computes
+//! its next mask while the step runs. Up to [`ServerConfig::queue`] more wait; the next one is
+//! answered 503 (`code: "queue_full"`) at once. A panic in a slot rebuilds its generator, a
+//! panic in the model loads it again. Compiled schemas and their mask caches stay in each
+//! slot's LRU cache across requests, so a repeated schema costs nothing to compile; so does a
+//! slot's KV cache for a shared prompt prefix. A client that disconnects cancels its generation at
 //! the next token (or skips it, if it was still queued). On SIGINT or SIGTERM the server
 //! stops accepting connections, lets requests in flight finish for up to
 //! [`ServerConfig::shutdown_grace`], then cancels what is left and exits.
@@ -49,8 +51,10 @@
 //! # Example
 //!
 //! ```no_run
+//! use generate::{Generator, Lane, PerSequence};
 //! use server::{ServerConfig, serve};
-//! # fn load() -> Result<generate::Generator<MyModel>, String> { unimplemented!() }
+//! # fn load_model() -> Result<MyModel, String> { unimplemented!() }
+//! # fn tokenizer() -> std::sync::Arc<generate::Tokenizer> { unimplemented!() }
 //! # struct MyModel;
 //! # impl generate::Model for MyModel {
 //! #   fn vocab_size(&self) -> usize { 0 } fn context_size(&self) -> usize { 0 }
@@ -58,9 +62,24 @@
 //! #   fn forward(&mut self, _: &[u32]) -> Result<&[f32], generate::ModelError> { unimplemented!() }
 //! #   fn truncate(&mut self, _: usize) -> Result<(), generate::ModelError> { Ok(()) }
 //! # }
-//! // `load` runs on the model thread; the call returns after SIGINT or SIGTERM.
-//! serve(ServerConfig { port: 8000, ..ServerConfig::default() }, load)?;
-//! # Ok::<(), server::ServerError>(())
+//! let tokenizer = tokenizer();
+//! let kernel = generate::kernel_for(&tokenizer).map_err(|e| e.to_string())?;
+//! // `load` runs on the batcher's thread with the number of sequences wanted (here one model
+//! // per sequence; llama.cpp's `LlamaModel` evaluates them all in one context); `slot` builds
+//! // each slot's generator on its lane. The call returns after SIGINT or SIGTERM.
+//! serve(
+//!     ServerConfig { port: 8000, ..ServerConfig::default() },
+//!     |n| {
+//!         let models = (0..n).map(|_| load_model()).collect::<Result<Vec<_>, _>>()?;
+//!         PerSequence::new(models).map_err(|e| e.to_string())
+//!     },
+//!     move |lane: Lane| {
+//!         Generator::with_kernel(lane, tokenizer.clone(), kernel.clone())
+//!             .map_err(|e| e.to_string())
+//!     },
+//! )
+//! .map_err(|e| e.to_string())?;
+//! # Ok::<(), String>(())
 //! ```
 //!
 //! For tests and embedding, [`Server::start`] loads the model and gives the [`AppState`];
@@ -84,13 +103,12 @@ use std::fmt::Display;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use generate::{Generator, Model};
+use generate::{BatchModel, Generator, Lane};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -98,7 +116,7 @@ use tokio::sync::mpsc;
 pub use error::{ApiError, ServerError};
 
 use compile::CompilePool;
-use worker::{Job, Shared};
+use worker::{Job, Shared, Workers};
 
 /// How the server listens and what it allows.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,8 +125,14 @@ pub struct ServerConfig {
     pub host: String,
     /// Port (default 8000; 0 picks a free one).
     pub port: u16,
-    /// Requests that may wait for the model while one generates (default 32); one more is a
-    /// 503.
+    /// Requests generated at once (default [`DEFAULT_PARALLEL`]), each in its own sequence of
+    /// the batched model: the model evaluates their next tokens together.
+    pub parallel: usize,
+    /// Whether each slot computes its next mask while the model evaluates a step (default),
+    /// or before it asks for the step: see [`generate::BatchOptions::overlap_masks`]. Overlap
+    /// when the model's threads leave a core free.
+    pub overlap_masks: bool,
+    /// Requests that may wait while `parallel` generate (default 32); one more is a 503.
     pub queue: usize,
     /// Largest request body in bytes (default 1 MiB); a larger one is a 413.
     pub max_body: usize,
@@ -148,6 +172,8 @@ impl Default for ServerConfig {
         ServerConfig {
             host: "127.0.0.1".into(),
             port: 8000,
+            parallel: DEFAULT_PARALLEL,
+            overlap_masks: true,
             queue: 32,
             max_body: 1 << 20,
             max_tokens: 2048,
@@ -164,6 +190,9 @@ impl Default for ServerConfig {
         }
     }
 }
+
+/// [`ServerConfig::parallel`] by default.
+pub const DEFAULT_PARALLEL: usize = 4;
 
 /// Limits the handlers check.
 #[derive(Debug, Clone, Copy)]
@@ -188,6 +217,8 @@ struct Inner {
     jobs: mpsc::Sender<Job>,
     shared: Arc<Shared>,
     compiler: Arc<CompilePool>,
+    /// The batcher's counters, for `/metrics`.
+    batches: generate::BatchCounters,
     limits: Limits,
     api_key: Option<String>,
     allowed_hosts: Vec<String>,
@@ -253,10 +284,10 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// A loaded model on its thread, ready to serve.
+/// A loaded model and its slots, ready to serve.
 pub struct Server {
     state: AppState,
-    worker: JoinHandle<()>,
+    workers: Workers,
     grace: Duration,
     net: net::NetConfig,
 }
@@ -270,26 +301,29 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Starts the model thread and runs `load` on it (the model need not be `Send`); returns
-    /// once the model is loaded. Blocks while loading. If generation panics, the model thread
-    /// drops the generator and runs `load` again (`/metrics` counts the restarts).
+    /// Starts the batcher's thread and runs `load` on it with [`ServerConfig::parallel`] (the
+    /// number of sequences wanted; the model need not be `Send`), then one slot per sequence
+    /// the model has, each with the generator `slot` builds on its lane; returns once all are
+    /// ready. Blocks while loading. If a slot panics, it builds its generator again; if the
+    /// model panics, the batcher runs `load` again (`/metrics` counts both as restarts).
     ///
     /// # Errors
     ///
-    /// [`ServerError::Load`] with `load`'s error, [`ServerError::Worker`] if the thread cannot
-    /// start.
-    pub fn start<M, F, E>(config: &ServerConfig, load: F) -> Result<Server, ServerError>
+    /// [`ServerError::Load`] with `load`'s or `slot`'s error, [`ServerError::Worker`] if a
+    /// thread cannot start.
+    pub fn start<B, L, G, E>(config: &ServerConfig, load: L, slot: G) -> Result<Server, ServerError>
     where
-        M: Model + 'static,
-        F: FnMut() -> Result<Generator<M>, E> + Send + 'static,
+        B: BatchModel + 'static,
+        L: FnMut(usize) -> Result<B, E> + Send + 'static,
+        G: Fn(Lane) -> Result<Generator<Lane>, E> + Send + Sync + 'static,
         E: Display,
     {
         let shared = Arc::new(Shared::default());
         let queue = config.queue.max(1);
-        let (jobs, worker, loaded) = worker::spawn(load, queue, shared.clone())?;
+        let (jobs, workers, loaded) = worker::spawn(load, slot, config, queue, shared.clone())?;
         let metrics = shared.metrics.clone();
         metrics.queue_capacity.set(queue as i64);
-        metrics.slots_total.set(1);
+        metrics.slots_total.set(loaded.slots as i64);
         let compiler = Arc::new(CompilePool::new(
             loaded.compile_options,
             config.compile_threads,
@@ -301,6 +335,7 @@ impl Server {
                 jobs,
                 shared,
                 compiler,
+                batches: workers.counters(),
                 limits: Limits {
                     queue,
                     max_body: config.max_body,
@@ -319,7 +354,7 @@ impl Server {
         };
         Ok(Server {
             state,
-            worker,
+            workers,
             grace: config.shutdown_grace,
             net: net::NetConfig {
                 header_timeout: config.header_timeout,
@@ -376,7 +411,7 @@ impl Server {
         Ok(())
     }
 
-    /// Stops the model thread (after the job it runs) and waits for it.
+    /// Stops the slots (after the jobs they run) and the batcher, and waits for them.
     pub async fn stop(self) {
         let jobs = self.state.inner.jobs.clone();
         self.state
@@ -387,22 +422,23 @@ impl Server {
         drop(self.state);
         // Fails only if the thread is already gone.
         let _ = jobs.send(Job::Stop).await;
-        let worker = self.worker;
-        let _ = tokio::task::spawn_blocking(move || worker.join()).await;
+        let workers = self.workers;
+        let _ = tokio::task::spawn_blocking(move || workers.join()).await;
     }
 }
 
-/// Loads the model (`load` runs on the model thread), listens on `config.host:config.port` and
-/// serves until SIGINT or SIGTERM, then shuts down gracefully. Builds its own Tokio runtime:
-/// call it from synchronous code.
+/// Loads the model and its slots (see [`Server::start`]), listens on
+/// `config.host:config.port` and serves until SIGINT or SIGTERM, then shuts down gracefully.
+/// Builds its own Tokio runtime: call it from synchronous code.
 ///
 /// # Errors
 ///
 /// [`ServerError`]: the model does not load, the address cannot be bound, serving fails.
-pub fn serve<M, F, E>(config: ServerConfig, load: F) -> Result<(), ServerError>
+pub fn serve<B, L, G, E>(config: ServerConfig, load: L, slot: G) -> Result<(), ServerError>
 where
-    M: Model + 'static,
-    F: FnMut() -> Result<Generator<M>, E> + Send + 'static,
+    B: BatchModel + 'static,
+    L: FnMut(usize) -> Result<B, E> + Send + 'static,
+    G: Fn(Lane) -> Result<Generator<Lane>, E> + Send + Sync + 'static,
     E: Display,
 {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -410,7 +446,7 @@ where
         .thread_name("stencil-http")
         .enable_all()
         .build()?;
-    let server = Server::start(&config, load)?;
+    let server = Server::start(&config, load, slot)?;
     let served = runtime.block_on(async move {
         let addr = format!("{}:{}", config.host, config.port);
         let listener = match TcpListener::bind(&addr).await {
@@ -429,6 +465,7 @@ where
         }
         tracing::info!(
             model = %config.model_id,
+            slots = server.state.inner.shared.metrics.slots_total.get(),
             queue = config.queue,
             max_body = config.max_body,
             max_tokens = config.max_tokens,

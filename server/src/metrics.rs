@@ -106,6 +106,12 @@ pub(crate) struct Metrics {
     pub slots_total: Gauge,
     /// HTTP connections open now.
     pub connections_open: Gauge,
+    /// Batched model steps, the sequences and the tokens in them (mirrored from the batcher
+    /// when the metrics are read, under `mirror`).
+    batch_steps: Counter,
+    batch_sequences: Counter,
+    batch_tokens: Counter,
+    mirror: std::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -206,6 +212,24 @@ impl Default for Metrics {
             "http_connections_open",
             "HTTP connections open now",
         );
+        let batch_steps = Counter::default();
+        registry.register(
+            "batch_steps",
+            "Batched model steps (one evaluation of the next tokens of every slot that asked)",
+            batch_steps.clone(),
+        );
+        let batch_sequences = Counter::default();
+        registry.register(
+            "batch_sequences",
+            "Sequences in those steps, all together (over the steps: the mean batch)",
+            batch_sequences.clone(),
+        );
+        let batch_tokens = Counter::default();
+        registry.register(
+            "batch_tokens",
+            "Tokens evaluated in those steps (prompts included)",
+            batch_tokens.clone(),
+        );
         Metrics {
             registry,
             http,
@@ -222,11 +246,30 @@ impl Default for Metrics {
             slots_active,
             slots_total,
             connections_open,
+            batch_steps,
+            batch_sequences,
+            batch_tokens,
+            mirror: std::sync::Mutex::new(()),
         }
     }
 }
 
 impl Metrics {
+    /// Brings the batch counters up to the batcher's.
+    pub fn mirror_batches(&self, stats: generate::BatchStats) {
+        let _guard = self
+            .mirror
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (counter, total) in [
+            (&self.batch_steps, stats.steps),
+            (&self.batch_sequences, stats.sequences),
+            (&self.batch_tokens, stats.tokens),
+        ] {
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+    }
+
     /// Counts an HTTP response.
     pub fn http(&self, route: &'static str, status: u16) {
         self.http

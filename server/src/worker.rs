@@ -1,11 +1,17 @@
-//! The model thread: one [`Generator`] owned by one OS thread, fed by a bounded queue.
+//! The slots: one [`Generator`] per sequence of a batched model, each on its own OS thread,
+//! fed by one bounded queue.
 //!
 //! Model calls block (llama.cpp runs on the CPU for the whole decode), so they never run on
 //! the async runtime. Handlers `try_send` a [`Job`] into a `tokio::sync::mpsc` channel of
-//! fixed capacity (a full queue is a 503 at once, never a wait); the thread takes jobs one at
-//! a time and answers through the job's own unbounded channel of [`Event`]s: `Started` once
-//! the prompt is rendered and the schema compiled (so a bad schema is still a plain 400 even
-//! for a streaming request), `Delta`s of text for streams, then `Done`.
+//! fixed capacity (a full queue is a 503 at once, never a wait); each idle slot takes the next
+//! job and answers through the job's own unbounded channel of [`Event`]s: `Started` once the
+//! prompt is rendered and the schema compiled (so a bad schema is still a plain 400 even for a
+//! streaming request), `Delta`s of text for streams, then `Done`.
+//!
+//! The slots' generators share one model through a [`Batcher`] (continuous batching): each
+//! step evaluates the next tokens of every slot that is generating in one batched call, while
+//! each slot computes its next mask on its own thread; a slot that finishes takes the next job
+//! at once, and its prompt joins the running steps in chunks.
 //!
 //! Cancellation is cooperative: the text callback returns `false` when the job's event
 //! receiver is gone (the client disconnected and its handler future or response stream was
@@ -14,15 +20,16 @@
 
 use std::fmt::Display;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use generate::template::inject_schema;
 use generate::{
-    GenerateError, GenerateOptions, Generator, LogprobSink, Message, Model, Output, Prompt,
-    Reasoning, Request, SCHEMA_PLACEHOLDER, SchemaInPrompt, StopReason, Timing, TokenLogprob,
+    BatchModel, BatchOptions, Batcher, GenerateError, GenerateOptions, Generator, Lane,
+    LogprobSink, Message, Model, Output, Prompt, Reasoning, Request, SCHEMA_PLACEHOLDER,
+    SchemaInPrompt, StopReason, Timing, TokenLogprob,
 };
 use schema_compiler::{Grammar, Options};
 use serde_json::{Value, json};
@@ -136,6 +143,8 @@ impl Shared {
 
 /// What the thread reports once the model is loaded.
 pub(crate) struct Loaded {
+    /// Slots (sequences of the model).
+    pub slots: usize,
     pub context_size: usize,
     pub describe: String,
     /// The options schemas are compiled with.
@@ -159,75 +168,164 @@ fn max_prompt_bytes<M: Model>(generator: &Generator<M>) -> usize {
     generator.model().context_size().saturating_mul(longest)
 }
 
-/// Starts the model thread: `load` runs on it (so the model need not be `Send`), and this
-/// returns once the model is loaded, or with the loading error. After a panic while
-/// generating, the thread drops the generator, runs `load` again and goes on with the queue.
-pub(crate) fn spawn<M, F, E>(
-    mut load: F,
+/// The threads that generate: a [`Batcher`] that owns the model, and one slot thread per
+/// sequence, each with a [`Generator`] on its lane. Dropping it after the slots have stopped
+/// stops the batcher.
+pub(crate) struct Workers {
+    slots: Vec<JoinHandle<()>>,
+    batcher: Arc<Batcher>,
+}
+
+impl Workers {
+    /// The batcher's counters.
+    pub(crate) fn counters(&self) -> generate::BatchCounters {
+        self.batcher.counters()
+    }
+
+    /// Waits for every slot thread, then stops the batcher.
+    pub(crate) fn join(self) {
+        for slot in self.slots {
+            let _ = slot.join();
+        }
+        drop(self.batcher);
+    }
+}
+
+/// The jobs' receiving end, shared by the slots: an idle slot waits on it, the others wait
+/// for their turn to.
+type Jobs = Arc<Mutex<mpsc::Receiver<Job>>>;
+
+/// Starts the batcher, which runs `load` with the number of sequences wanted (`parallel`), and
+/// one slot per sequence the model has, each building its generator with `slot`; returns once
+/// all are ready, or with the first error. After a panic while generating, a slot drops its
+/// generator and builds another; after a panic in the model, the batcher loads it again.
+pub(crate) fn spawn<B, L, G, E>(
+    mut load: L,
+    slot: G,
+    config: &crate::ServerConfig,
     queue: usize,
     shared: Arc<Shared>,
-) -> Result<(mpsc::Sender<Job>, JoinHandle<()>, Loaded), ServerError>
+) -> Result<(mpsc::Sender<Job>, Workers, Loaded), ServerError>
 where
-    M: Model + 'static,
-    F: FnMut() -> Result<Generator<M>, E> + Send + 'static,
+    B: BatchModel + 'static,
+    L: FnMut(usize) -> Result<B, E> + Send + 'static,
+    G: Fn(Lane) -> Result<Generator<Lane>, E> + Send + Sync + 'static,
     E: Display,
 {
-    let (tx, mut rx) = mpsc::channel(queue.max(1));
+    let metrics = shared.metrics.clone();
+    let options = BatchOptions {
+        on_restart: Some(Arc::new(move || {
+            metrics.worker_restarts.inc();
+        })),
+        overlap_masks: config.overlap_masks,
+        ..BatchOptions::default()
+    };
+    let parallel = config.parallel.max(1);
+    let batcher =
+        Arc::new(Batcher::spawn(move || load(parallel), options).map_err(ServerError::Load)?);
+    let (tx, rx) = mpsc::channel(queue.max(1));
+    let jobs: Jobs = Arc::new(Mutex::new(rx));
+    let slot = Arc::new(slot);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let handle = std::thread::Builder::new()
-        .name("stencil-model".into())
-        .spawn(move || {
-            let mut ready = Some(ready_tx);
-            loop {
-                let generator = match load() {
-                    Ok(g) => g,
-                    Err(e) => {
-                        match ready.take() {
-                            Some(ready) => {
-                                let _ = ready.send(Err(e.to_string()));
-                            }
-                            None => tracing::error!(
-                                error = %e,
-                                "cannot load the model again after a panic: the model thread \
-                                 stops"
-                            ),
-                        }
-                        break;
-                    }
-                };
-                shared.alive.store(true, Ordering::SeqCst);
-                if let Some(ready) = ready.take() {
-                    let _ = ready.send(Ok(Loaded {
-                        context_size: generator.model().context_size(),
-                        describe: generator.model().describe(),
-                        compile_options: generator.compile_options().clone(),
-                        max_prompt_bytes: max_prompt_bytes(&generator),
-                    }));
-                }
-                let exit = run(generator, &mut rx, &shared);
-                shared.alive.store(false, Ordering::SeqCst);
-                match exit {
-                    Exit::Stopped => break,
-                    Exit::Panicked => {
-                        shared.metrics.worker_restarts.inc();
-                        tracing::warn!("loading the model again after a panic");
-                    }
-                }
+    let live = Arc::new(AtomicUsize::new(0));
+    let mut slots = Vec::new();
+    for seq in 0..batcher.sequences() {
+        let (batcher, slot, jobs, shared) =
+            (batcher.clone(), slot.clone(), jobs.clone(), shared.clone());
+        let (ready, live) = (ready_tx.clone(), live.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("stencil-slot-{seq}"))
+            .spawn(move || run_slot(seq, &batcher, &*slot, &jobs, &shared, ready, &live))
+            .map_err(|e| ServerError::Worker(e.to_string()))?;
+        slots.push(handle);
+    }
+    drop(ready_tx);
+    let mut loaded = None;
+    let mut failure = None;
+    for report in ready_rx.iter().take(slots.len()) {
+        match report {
+            Ok(l) => {
+                loaded.get_or_insert(l);
             }
-        })
-        .map_err(|e| ServerError::Worker(e.to_string()))?;
-    match ready_rx.recv() {
-        Ok(Ok(loaded)) => Ok((tx, handle, loaded)),
-        Ok(Err(e)) => {
-            let _ = handle.join();
-            Err(ServerError::Load(e))
+            Err(e) => {
+                failure.get_or_insert(e);
+            }
         }
-        Err(_) => {
-            let _ = handle.join();
-            Err(ServerError::Load(
-                "the model thread stopped while loading".into(),
-            ))
+    }
+    let workers = Workers { slots, batcher };
+    match (failure, loaded) {
+        (None, Some(loaded)) => {
+            shared.alive.store(true, Ordering::SeqCst);
+            Ok((tx, workers, loaded))
         }
+        (failure, _) => {
+            // Every slot that started waits for jobs: closing the queue stops them.
+            jobs.lock().unwrap_or_else(PoisonError::into_inner).close();
+            drop(tx);
+            workers.join();
+            Err(ServerError::Load(failure.unwrap_or_else(|| {
+                "the slots stopped while starting".into()
+            })))
+        }
+    }
+}
+
+/// A slot's thread: builds its generator on lane `seq`, reports it ready (once), and takes
+/// jobs until the queue closes; after a panic it builds its generator again.
+fn run_slot<E: Display>(
+    seq: usize,
+    batcher: &Batcher,
+    slot: &dyn Fn(Lane) -> Result<Generator<Lane>, E>,
+    jobs: &Jobs,
+    shared: &Shared,
+    ready: std::sync::mpsc::Sender<Result<Loaded, String>>,
+    live: &AtomicUsize,
+) {
+    let mut ready = Some(ready);
+    live.fetch_add(1, Ordering::SeqCst);
+    loop {
+        let built = match batcher.lane(seq) {
+            Some(lane) => slot(lane).map_err(|e| e.to_string()),
+            None => Err(format!("the lane of sequence {seq} is taken")),
+        };
+        let generator = match built {
+            Ok(g) => g,
+            Err(e) => {
+                match ready.take() {
+                    Some(ready) => {
+                        let _ = ready.send(Err(e));
+                    }
+                    None => tracing::error!(
+                        error = %e,
+                        slot = seq,
+                        "cannot build the slot's generator again after a panic: the slot stops"
+                    ),
+                }
+                break;
+            }
+        };
+        if let Some(ready) = ready.take() {
+            let _ = ready.send(Ok(Loaded {
+                slots: batcher.sequences(),
+                context_size: generator.model().context_size(),
+                describe: generator.model().describe(),
+                compile_options: generator.compile_options().clone(),
+                max_prompt_bytes: max_prompt_bytes(&generator),
+            }));
+        }
+        match run(generator, jobs, shared) {
+            Exit::Stopped => break,
+            Exit::Panicked => {
+                shared.metrics.worker_restarts.inc();
+                tracing::warn!(
+                    slot = seq,
+                    "building the slot's generator again after a panic"
+                );
+            }
+        }
+    }
+    if live.fetch_sub(1, Ordering::SeqCst) == 1 {
+        shared.alive.store(false, Ordering::SeqCst);
     }
 }
 
@@ -235,20 +333,27 @@ where
 enum Exit {
     /// The queue closed or a `Stop` came.
     Stopped,
-    /// Generation panicked: the generator is dropped and must be loaded again.
+    /// Generation panicked: the generator is dropped and must be built again.
     Panicked,
 }
 
-fn run<M: Model>(
-    mut generator: Generator<M>,
-    rx: &mut mpsc::Receiver<Job>,
-    shared: &Shared,
-) -> Exit {
+/// Takes the next job; `None` once the queue is closed and empty.
+fn next_job(jobs: &Jobs) -> Option<Job> {
+    jobs.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .blocking_recv()
+}
+
+fn run(mut generator: Generator<Lane>, jobs: &Jobs, shared: &Shared) -> Exit {
     let metrics = &shared.metrics;
     let max_prompt_bytes = max_prompt_bytes(&generator);
-    while let Some(job) = rx.blocking_recv() {
+    while let Some(job) = next_job(jobs) {
         let work = match job {
-            Job::Stop => break,
+            Job::Stop => {
+                // The other slots stop once they have taken what is left.
+                jobs.lock().unwrap_or_else(PoisonError::into_inner).close();
+                break;
+            }
             Job::Generate(w) => w,
         };
         let timed_out = || Instant::now() >= work.deadline;
@@ -265,9 +370,11 @@ fn run<M: Model>(
             continue;
         }
         metrics.slots_active.inc();
+        let busy = generator.model().busy();
         let result = catch_unwind(AssertUnwindSafe(|| {
             process(&mut generator, &work, shared, max_prompt_bytes)
         }));
+        drop(busy);
         metrics.slots_active.dec();
         match result {
             Ok(r) => {
@@ -287,13 +394,13 @@ fn run<M: Model>(
             }
             Err(panic) => {
                 let what = panic_message(&*panic);
-                tracing::error!(panic = %what, "the model thread panicked; it restarts");
+                tracing::error!(panic = %what, "a slot panicked; it restarts");
                 metrics.outcome(Outcome::Failed);
                 let _ = work.events.send(Event::Done(Err(ApiError::internal(
                     "the model failed while generating; it is being loaded again",
                 ))));
-                // The model's cache may no longer match the generator's view of it: start
-                // afresh. Dropping may panic too; the thread goes on either way.
+                // The generator's view of its sequence may be wrong: start afresh. Dropping
+                // may panic too; the thread goes on either way.
                 let _ = catch_unwind(AssertUnwindSafe(move || drop(generator)));
                 return Exit::Panicked;
             }

@@ -587,3 +587,68 @@ async fn a_schema_too_big_for_the_prompt_is_summarised_or_left_out() {
     assert_eq!(off, placeholder_only, "no placeholder, nothing placed");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_generate_at_once_up_to_parallel_and_the_rest_wait() {
+    let gate = Gate::closed();
+    let knobs = Knobs {
+        gate: Some(gate.clone()),
+        ..Knobs::default()
+    };
+    let server = start(
+        ServerConfig {
+            parallel: 3,
+            queue: 4,
+            ..config()
+        },
+        knobs,
+    );
+    let r = server.router();
+    let body = json!({"messages": user("Say hello")});
+    let send = || {
+        let (r, body) = (r.clone(), body.clone());
+        tokio::spawn(async move { call(&r, "POST", "/v1/chat/completions", Some(body)).await })
+    };
+    let until = |active: u64, waiting: u64| {
+        let r = r.clone();
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            loop {
+                let h = call(&r, "GET", "/health", None).await.json();
+                if h["slots"]["active"] == active && h["queue"]["waiting"] == waiting {
+                    assert_eq!(h["slots"]["total"], 3, "{h}");
+                    break;
+                }
+                assert!(std::time::Instant::now() < deadline, "{h}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    };
+    // Three take a slot each (the model holds them at its gate), two more wait in the queue.
+    let mut calls: Vec<_> = (0..3).map(|_| send()).collect();
+    until(3, 0).await;
+    calls.extend((0..2).map(|_| send()));
+    until(3, 2).await;
+    gate.open();
+    for c in calls {
+        let reply = c.await.unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        assert_eq!(
+            reply.json()["choices"][0]["message"]["content"],
+            "Hello world"
+        );
+    }
+    let text = scrape(&r).await;
+    assert_eq!(metric(&text, "slots_total"), 3.0);
+    let (steps, sequences) = (
+        metric(&text, "batch_steps_total"),
+        metric(&text, "batch_sequences_total"),
+    );
+    // The slots' steps were evaluated together, some several to a step.
+    assert!(
+        steps > 0.0 && sequences > steps,
+        "{steps} steps, {sequences} sequences"
+    );
+    assert!(metric(&text, "batch_tokens_total") >= sequences);
+    server.stop().await;
+}

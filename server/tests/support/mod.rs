@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use generate::{Generator, Model, ModelError, Tokenizer};
+use generate::{Generator, Lane, Model, ModelError, PerSequence, Tokenizer};
+use mask_kernel::Kernel;
 use serde_json::Value;
 use server::{Server, ServerConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -259,23 +260,43 @@ impl Model for FakeModel {
     }
 }
 
-/// A server on a fake model (loaded again, with the same knobs, after a panic).
+/// The mask kernel of [`tokenizer`], built once.
+pub fn kernel() -> Arc<Kernel> {
+    static KERNEL: OnceLock<Arc<Kernel>> = OnceLock::new();
+    KERNEL
+        .get_or_init(|| generate::kernel_for(&tokenizer()).expect("the kernel builds"))
+        .clone()
+}
+
+/// A server on fake models, one per slot (loaded again, with the same knobs, after a panic).
 pub fn start(config: ServerConfig, knobs: Knobs) -> Server {
     let tok = tokenizer();
-    Server::start(&config, move || {
-        knobs.loads.fetch_add(1, Ordering::SeqCst);
-        let model = FakeModel::new(knobs.clone(), &tok);
-        let mut g = Generator::new(model, tok.clone())?;
-        g.set_reasoning_end(knobs.reasoning_end.clone());
-        Ok::<_, generate::GenerateError>(g)
-    })
+    let (load_tok, end) = (tok.clone(), knobs.reasoning_end.clone());
+    Server::start(
+        &config,
+        move |sequences| {
+            knobs.loads.fetch_add(1, Ordering::SeqCst);
+            let models = (0..sequences)
+                .map(|_| FakeModel::new(knobs.clone(), &load_tok))
+                .collect();
+            PerSequence::new(models).map_err(generate::GenerateError::from)
+        },
+        move |lane: Lane| {
+            let mut g = Generator::with_kernel(lane, tok.clone(), kernel())?;
+            g.set_reasoning_end(end.clone());
+            Ok::<_, generate::GenerateError>(g)
+        },
+    )
     .expect("the fake model loads")
 }
 
+/// A server on one fake model: one request generates at a time, so tests can tell what runs
+/// and what waits.
 pub fn config() -> ServerConfig {
     ServerConfig {
         model_id: "fake".into(),
         port: 0,
+        parallel: 1,
         ..ServerConfig::default()
     }
 }
