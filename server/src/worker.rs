@@ -3,8 +3,10 @@
 //!
 //! Model calls block (llama.cpp runs on the CPU for the whole decode), so they never run on
 //! the async runtime. Handlers `try_send` a [`Job`] into a `tokio::sync::mpsc` channel of
-//! fixed capacity (a full queue is a 503 at once, never a wait); each idle slot takes the next
-//! job and answers through the job's own unbounded channel of [`Event`]s: `Started` once the
+//! fixed capacity (a full queue is a 503 at once, never a wait); a dispatcher hands the next
+//! job to an idle slot (the one whose last request shares most with it, so its KV cache and
+//! mask caches are warm), which answers through the job's own unbounded channel of
+//! [`Event`]s: `Started` once the
 //! prompt is rendered and the schema compiled (so a bad schema is still a plain 400 even for a
 //! streaming request), `Delta`s of text for streams, then `Done`.
 //!
@@ -20,8 +22,8 @@
 
 use std::fmt::Display;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -191,9 +193,8 @@ impl Workers {
     }
 }
 
-/// The jobs' receiving end, shared by the slots: an idle slot waits on it, the others wait
-/// for their turn to.
-type Jobs = Arc<Mutex<mpsc::Receiver<Job>>>;
+/// A slot's own queue: the dispatcher hands it one job at a time.
+type SlotJobs = std::sync::mpsc::Receiver<Box<Work>>;
 
 /// Starts the batcher, which runs `load` with the number of sequences wanted (`parallel`), and
 /// one slot per sequence the model has, each building its generator with `slot`; returns once
@@ -224,25 +225,36 @@ where
     let batcher =
         Arc::new(Batcher::spawn(move || load(parallel), options).map_err(ServerError::Load)?);
     let (tx, rx) = mpsc::channel(queue.max(1));
-    let jobs: Jobs = Arc::new(Mutex::new(rx));
     let slot = Arc::new(slot);
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let (idle_tx, idle_rx) = std::sync::mpsc::channel();
     let live = Arc::new(AtomicUsize::new(0));
     let mut slots = Vec::new();
-    for seq in 0..batcher.sequences() {
-        let (batcher, slot, jobs, shared) =
-            (batcher.clone(), slot.clone(), jobs.clone(), shared.clone());
-        let (ready, live) = (ready_tx.clone(), live.clone());
+    let mut to_slots = Vec::new();
+    let n = batcher.sequences();
+    for seq in 0..n {
+        let (batcher, slot, shared) = (batcher.clone(), slot.clone(), shared.clone());
+        let (ready, live, idle) = (ready_tx.clone(), live.clone(), idle_tx.clone());
+        let (job_tx, jobs) = std::sync::mpsc::channel();
+        to_slots.push(job_tx);
         let handle = std::thread::Builder::new()
             .name(format!("stencil-slot-{seq}"))
-            .spawn(move || run_slot(seq, &batcher, &*slot, &jobs, &shared, ready, &live))
+            .spawn(move || {
+                let idle = move || idle.send(seq).is_ok();
+                run_slot(seq, &batcher, &*slot, &jobs, &idle, &shared, ready, &live);
+            })
             .map_err(|e| ServerError::Worker(e.to_string()))?;
         slots.push(handle);
     }
-    drop(ready_tx);
+    drop((ready_tx, idle_tx));
+    let dispatcher = std::thread::Builder::new()
+        .name("stencil-dispatch".into())
+        .spawn(move || dispatch(rx, to_slots, idle_rx))
+        .map_err(|e| ServerError::Worker(e.to_string()))?;
+    slots.push(dispatcher);
     let mut loaded = None;
     let mut failure = None;
-    for report in ready_rx.iter().take(slots.len()) {
+    for report in ready_rx.iter().take(n) {
         match report {
             Ok(l) => {
                 loaded.get_or_insert(l);
@@ -259,8 +271,7 @@ where
             Ok((tx, workers, loaded))
         }
         (failure, _) => {
-            // Every slot that started waits for jobs: closing the queue stops them.
-            jobs.lock().unwrap_or_else(PoisonError::into_inner).close();
+            // Closing the queue stops the dispatcher, which stops the slots.
             drop(tx);
             workers.join();
             Err(ServerError::Load(failure.unwrap_or_else(|| {
@@ -270,13 +281,83 @@ where
     }
 }
 
-/// A slot's thread: builds its generator on lane `seq`, reports it ready (once), and takes
-/// jobs until the queue closes; after a panic it builds its generator again.
+/// Hands each job to an idle slot: the one whose last request shares the longest start with
+/// this one's messages (its KV cache then holds most of the prompt, and its mask caches the
+/// schema), the one idle most recently among equals. Takes a job only when a slot is idle, so
+/// the queue's bound holds; stops when the queue closes or a `Stop` comes, and the slots stop
+/// after it.
+fn dispatch(
+    mut rx: mpsc::Receiver<Job>,
+    slots: Vec<std::sync::mpsc::Sender<Box<Work>>>,
+    idle_rx: std::sync::mpsc::Receiver<usize>,
+) {
+    // Idle slots, the most recent last; and each slot's last request.
+    let mut idle: Vec<usize> = Vec::new();
+    let mut last: Vec<String> = vec![String::new(); slots.len()];
+    loop {
+        if idle.is_empty() {
+            match idle_rx.recv() {
+                Ok(seq) => idle.push(seq),
+                // Every slot has stopped.
+                Err(_) => return,
+            }
+        }
+        let work = match rx.blocking_recv() {
+            Some(Job::Generate(w)) => w,
+            Some(Job::Stop) | None => return,
+        };
+        idle.extend(idle_rx.try_iter());
+        let key = affinity_key(&work.plan);
+        let (at, _) = idle
+            .iter()
+            .enumerate()
+            .map(|(at, &seq)| (at, common_prefix(&last[seq], &key)))
+            .fold(
+                (0, 0),
+                |best, (at, n)| if n >= best.1 { (at, n) } else { best },
+            );
+        let seq = idle.remove(at);
+        last[seq] = key;
+        if let Err(lost) = slots[seq].send(work) {
+            // The slot has stopped: its client gets an error.
+            let _ = lost.0.events.send(Event::Done(Err(ApiError::internal(
+                "the slot stopped before it could take the request",
+            ))));
+        }
+    }
+}
+
+/// What a slot's KV cache and mask caches are likely to share with a request: its schema and
+/// its messages, roles included.
+fn affinity_key(plan: &Plan) -> String {
+    let mut key = String::new();
+    if let Some(schema) = &plan.schema {
+        key.push_str(&schema.to_string());
+    }
+    for m in &plan.messages {
+        key.push('\0');
+        key.push_str(&m.role);
+        key.push('\0');
+        key.push_str(&m.content);
+    }
+    key
+}
+
+/// Bytes two strings share at their start.
+fn common_prefix(a: &str, b: &str) -> usize {
+    a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count()
+}
+
+/// A slot's thread: builds its generator on lane `seq`, reports it ready (once), announces
+/// itself idle and takes the jobs the dispatcher hands it until the dispatcher stops; after a
+/// panic it builds its generator again.
+#[allow(clippy::too_many_arguments)]
 fn run_slot<E: Display>(
     seq: usize,
     batcher: &Batcher,
     slot: &dyn Fn(Lane) -> Result<Generator<Lane>, E>,
-    jobs: &Jobs,
+    jobs: &SlotJobs,
+    idle: &dyn Fn() -> bool,
     shared: &Shared,
     ready: std::sync::mpsc::Sender<Result<Loaded, String>>,
     live: &AtomicUsize,
@@ -313,7 +394,7 @@ fn run_slot<E: Display>(
                 max_prompt_bytes: max_prompt_bytes(&generator),
             }));
         }
-        match run(generator, jobs, shared) {
+        match run(generator, jobs, idle, shared) {
             Exit::Stopped => break,
             Exit::Panicked => {
                 shared.metrics.worker_restarts.inc();
@@ -337,24 +418,20 @@ enum Exit {
     Panicked,
 }
 
-/// Takes the next job; `None` once the queue is closed and empty.
-fn next_job(jobs: &Jobs) -> Option<Job> {
-    jobs.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .blocking_recv()
-}
-
-fn run(mut generator: Generator<Lane>, jobs: &Jobs, shared: &Shared) -> Exit {
+fn run(
+    mut generator: Generator<Lane>,
+    jobs: &SlotJobs,
+    idle: &dyn Fn() -> bool,
+    shared: &Shared,
+) -> Exit {
     let metrics = &shared.metrics;
     let max_prompt_bytes = max_prompt_bytes(&generator);
-    while let Some(job) = next_job(jobs) {
-        let work = match job {
-            Job::Stop => {
-                // The other slots stop once they have taken what is left.
-                jobs.lock().unwrap_or_else(PoisonError::into_inner).close();
-                break;
-            }
-            Job::Generate(w) => w,
+    loop {
+        if !idle() {
+            break;
+        }
+        let Ok(work) = jobs.recv() else {
+            break;
         };
         let timed_out = || Instant::now() >= work.deadline;
         if work.events.is_closed() {
