@@ -96,8 +96,8 @@ enum Cmd {
             steps::BENCHES.iter().map(|b| clap::builder::PossibleValue::new(b.name).help(b.about))
         ))]
         name: String,
-        /// Extra arguments for the benchmark (`--json FILE` for `generate` and `masks`; after
-        /// `--` for criterion's own options).
+        /// Extra arguments for the benchmark (`--json FILE` for `generate`, `masks` and
+        /// `serve`; after `--` for criterion's own options).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -286,6 +286,16 @@ pub const BENCHES: &[Bench] = &[
         mlx: true,
     },
     Bench {
+        name: "serve",
+        about: "stencil serve on the default model under 1, 2, 4 and 8 concurrent clients: \
+                tokens/s, p50/p99 latency, mask time (args: --json FILE, --concurrency LIST, \
+                --parallel P, --requests-per-client K, --max-tokens M)",
+        package: "cli",
+        target: "serve",
+        assets: &[Asset::Tokenizers, Asset::Model],
+        mlx: false,
+    },
+    Bench {
         name: "masks",
         about: "stencil, llguidance and outlines-core masks side by side (args: `-- --help`)",
         package: "benches",
