@@ -2,8 +2,10 @@
 //! 4 and 8 concurrent clients.
 //!
 //! One server runs for the whole bench (`--parallel P`, passed on as is). For each concurrency
-//! level in order, one warm-up request, then `c` clients each send `K` constrained requests back
-//! to back (the same `json_schema` request for all, greedy), over loopback. Per level: the
+//! level in order, `c` warm-up requests at once (so each slot the level uses holds the prompt
+//! in its KV cache: the level measures the steady state), then `c` clients each send `K`
+//! constrained requests back to back (the same `json_schema` request for all, greedy), over
+//! loopback. Per level: the
 //! aggregate completion tokens per second (the sum of `usage.completion_tokens` over the
 //! level's wall time), the p50 and p99 request latency, and the mean time of one token mask
 //! (from `/metrics`: the level's share of `stencil_mask_seconds`, which records one mean per
@@ -39,11 +41,13 @@ struct Args {
     parallel: Option<usize>,
     requests_per_client: usize,
     max_tokens: usize,
+    /// `--threads-batch` for the server, if given.
+    threads_batch: Option<u32>,
 }
 
 const HELP: &str = "serve bench: [--json FILE] [--concurrency LIST (1,2,4,8)] \
     [--parallel P (8; 0 leaves it to stencil serve)] [--requests-per-client K (4)] \
-    [--max-tokens M (64)]";
+    [--max-tokens M (64)] [--threads-batch N (the server's default)]";
 
 fn parse_args() -> Result<Args> {
     let mut args = Args {
@@ -52,6 +56,7 @@ fn parse_args() -> Result<Args> {
         parallel: Some(8),
         requests_per_client: 4,
         max_tokens: 64,
+        threads_batch: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -77,6 +82,7 @@ fn parse_args() -> Result<Args> {
                 args.requests_per_client = value("--requests-per-client")?.parse()?;
             }
             "--max-tokens" => args.max_tokens = value("--max-tokens")?.parse()?,
+            "--threads-batch" => args.threads_batch = Some(value("--threads-batch")?.parse()?),
             "--help" | "-h" => {
                 println!("{HELP}");
                 std::process::exit(0);
@@ -132,7 +138,16 @@ fn mask_seconds(server: &Server) -> Result<(f64, f64)> {
 }
 
 fn level(server: &Server, body: &Value, concurrency: usize, per_client: usize) -> Result<Level> {
-    one_request(server, body).context("the warm-up request")?;
+    // Warm up as many slots as the level will use, at once: each slot's KV cache then holds
+    // the prompt and its mask cache the schema, so the level measures the steady state.
+    std::thread::scope(|s| {
+        let warm: Vec<_> = (0..concurrency)
+            .map(|_| s.spawn(|| one_request(server, body)))
+            .collect();
+        warm.into_iter()
+            .try_for_each(|h| h.join().expect("a client thread panicked").map(drop))
+    })
+    .context("the warm-up requests")?;
     let (sum_before, count_before) = mask_seconds(server)?;
     let started = Instant::now();
     let results: Vec<Result<Vec<(f64, u64)>>> = std::thread::scope(|s| {
@@ -186,6 +201,9 @@ fn main() -> Result<()> {
         "--max-tokens-limit".to_owned(),
         args.max_tokens.max(2048).to_string(),
     ];
+    if let Some(t) = args.threads_batch {
+        serve_args.extend(["--threads-batch".to_owned(), t.to_string()]);
+    }
     if let Some(p) = args.parallel {
         serve_args.extend(["--parallel".to_owned(), p.to_string()]);
     }
