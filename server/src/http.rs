@@ -430,7 +430,7 @@ fn stream_response(
         ));
         // Log probabilities of tokens whose text has not been sent yet.
         let mut pending: Vec<TokenLogprob> = Vec::new();
-        // Whether the thinking went out as it was generated (tool turns send it at the end).
+        // Whether the thinking went out as it was generated (else it goes out at the end).
         let mut reasoning_streamed = false;
         loop {
             let event = match timeout.next(&mut events).await {

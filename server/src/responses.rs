@@ -302,10 +302,13 @@ fn input_items(items: &[Value], messages: &mut Vec<Value>) -> Result<(), ApiErro
                 }
                 messages.push(m);
             }
+            // The thinking of an earlier turn, as this server returns it: chat templates
+            // leave earlier thinking out of the prompt, so it is skipped.
+            Some("reasoning") => {}
             Some(other) => {
                 return Err(bad(format!(
-                    "unsupported item type `{other}` (expected message, function_call or \
-                     function_call_output)"
+                    "unsupported item type `{other}` (expected message, function_call, \
+                     function_call_output or reasoning)"
                 )));
             }
         }
@@ -400,9 +403,24 @@ fn call_item(id: &str, call_id: &str, name: &str, arguments: &str, status: &str)
         "arguments": arguments, "status": status})
 }
 
-/// The output items of a finished answer.
+/// A reasoning model's thinking, as a `reasoning` item (its text as `reasoning_text`
+/// content; no summary).
+fn reasoning_item(id: &str, status: &str, text: Option<&str>) -> Value {
+    let content = match text {
+        Some(t) => json!([{"type": "reasoning_text", "text": t}]),
+        None => json!([]),
+    };
+    json!({"type": "reasoning", "id": id, "summary": [], "content": content, "status": status})
+}
+
+/// The output items of a finished answer: the thinking first, if any.
 fn output(f: &Finished) -> Vec<Value> {
-    match &f.answer {
+    let thought = f
+        .reasoning
+        .as_deref()
+        .filter(|r| !r.is_empty())
+        .map(|r| reasoning_item(&item_id("rs"), "completed", Some(r)));
+    let answer = match &f.answer {
         Answer::Text(t) => vec![message_item(
             &item_id("msg"),
             "completed",
@@ -420,7 +438,8 @@ fn output(f: &Finished) -> Vec<Value> {
                 )
             })
             .collect(),
-    }
+    };
+    thought.into_iter().chain(answer).collect()
 }
 
 fn item_id(prefix: &str) -> String {
@@ -494,6 +513,11 @@ fn stream(
         yield ev.event("response.in_progress",
             json!({"response": echo.response("in_progress", Vec::new(), None)}));
         let msg_id = item_id("msg");
+        // The thinking streamed so far, while its item is open; its item once closed (the
+        // answer's items then come after it).
+        let rs_id = item_id("rs");
+        let mut thinking: Option<String> = None;
+        let mut thought: Option<Value> = None;
         // The text so far, once the message item is open.
         let mut text: Option<String> = None;
         let mut calls: Vec<OpenCall> = Vec::new();
@@ -509,13 +533,39 @@ fn stream(
                     break;
                 }
             };
+            if !matches!(event, Event::Reasoning(_) | Event::Logprobs(_) | Event::Started)
+                && let Some(t) = thinking.take()
+            {
+                for e in close_reasoning(&mut ev, &rs_id, &t) {
+                    yield e;
+                }
+                thought = Some(reasoning_item(&rs_id, "completed", Some(&t)));
+            }
+            // Where the answer's items start: after the thinking's.
+            let base = usize::from(thought.is_some());
             match event {
+                Event::Reasoning(piece) => {
+                    if thought.is_some() || text.is_some() || !calls.is_empty() {
+                        // Thinking after the answer started: not part of the output.
+                        continue;
+                    }
+                    if thinking.is_none() {
+                        yield ev.event("response.output_item.added", json!({"output_index": 0,
+                            "item": reasoning_item(&rs_id, "in_progress", None)}));
+                        yield ev.event("response.content_part.added", json!({"item_id": rs_id,
+                            "output_index": 0, "content_index": 0,
+                            "part": {"type": "reasoning_text", "text": ""}}));
+                    }
+                    thinking.get_or_insert_with(String::new).push_str(&piece);
+                    yield ev.event("response.reasoning_text.delta", json!({"item_id": rs_id,
+                        "output_index": 0, "content_index": 0, "delta": piece}));
+                }
                 Event::Delta(piece) => {
                     if text.is_none() {
-                        yield ev.event("response.output_item.added", json!({"output_index": 0,
+                        yield ev.event("response.output_item.added", json!({"output_index": base,
                             "item": message_item(&msg_id, "in_progress", None)}));
                         yield ev.event("response.content_part.added", json!({"item_id": msg_id,
-                            "output_index": 0, "content_index": 0,
+                            "output_index": base, "content_index": 0,
                             "part": {"type": "output_text", "text": "", "annotations": []}}));
                         text = Some(String::new());
                     }
@@ -526,18 +576,19 @@ fn stream(
                     let logprobs = text_logprobs(Some(&lp));
                     sent_logprobs.extend(lp);
                     yield ev.event("response.output_text.delta", json!({"item_id": msg_id,
-                        "output_index": 0, "content_index": 0, "delta": piece,
+                        "output_index": base, "content_index": 0, "delta": piece,
                         "logprobs": logprobs}));
                 }
                 Event::CallStart { index, id, name } => {
                     if let Some(c) = calls.last() {
-                        for e in close_call(&mut ev, calls.len() - 1, c) {
+                        for e in close_call(&mut ev, base + calls.len() - 1, c) {
                             yield e;
                         }
                     }
                     let call = OpenCall { item_id: item_id("fc"), call_id: id, name,
                         arguments: String::new() };
-                    yield ev.event("response.output_item.added", json!({"output_index": index,
+                    yield ev.event("response.output_item.added", json!({
+                        "output_index": base + index,
                         "item": call_item(&call.item_id, &call.call_id, &call.name, "",
                             "in_progress")}));
                     calls.push(call);
@@ -546,19 +597,18 @@ fn stream(
                     if let Some(c) = calls.get_mut(index) {
                         c.arguments.push_str(&fragment);
                         yield ev.event("response.function_call_arguments.delta",
-                            json!({"item_id": c.item_id, "output_index": index,
+                            json!({"item_id": c.item_id, "output_index": base + index,
                                 "delta": fragment}));
                     }
                 }
                 Event::Logprobs(entries) => pending.extend(entries),
-                // The thinking is not part of the Responses API's output here.
-                Event::Started | Event::Reasoning(_) => {}
+                Event::Started => {}
                 Event::Done(Ok(f)) => {
-                    let mut output = Vec::new();
+                    let mut output: Vec<Value> = thought.take().into_iter().collect();
                     match &f.answer {
                         Answer::Calls(final_calls) => {
                             if let Some(c) = calls.last() {
-                                for e in close_call(&mut ev, calls.len() - 1, c) {
+                                for e in close_call(&mut ev, base + calls.len() - 1, c) {
                                     yield e;
                                 }
                             }
@@ -576,15 +626,15 @@ fn stream(
                             if text.is_none() {
                                 // Nothing was streamed (an empty answer): the item still opens.
                                 yield ev.event("response.output_item.added", json!({
-                                    "output_index": 0,
+                                    "output_index": base,
                                     "item": message_item(&msg_id, "in_progress", None)}));
                                 yield ev.event("response.content_part.added", json!({
-                                    "item_id": msg_id, "output_index": 0, "content_index": 0,
+                                    "item_id": msg_id, "output_index": base, "content_index": 0,
                                     "part": {"type": "output_text", "text": "",
                                         "annotations": []}}));
                                 if !final_text.is_empty() {
                                     yield ev.event("response.output_text.delta", json!({
-                                        "item_id": msg_id, "output_index": 0,
+                                        "item_id": msg_id, "output_index": base,
                                         "content_index": 0, "delta": final_text,
                                         "logprobs": []}));
                                 }
@@ -593,16 +643,16 @@ fn stream(
                             sent_logprobs.append(&mut pending);
                             let logprobs = text_logprobs(Some(&sent_logprobs));
                             yield ev.event("response.output_text.done", json!({"item_id": msg_id,
-                                "output_index": 0, "content_index": 0, "text": sent,
+                                "output_index": base, "content_index": 0, "text": sent,
                                 "logprobs": logprobs}));
                             let part = json!({"type": "output_text", "text": sent,
                                 "annotations": [], "logprobs": logprobs});
                             yield ev.event("response.content_part.done", json!({"item_id": msg_id,
-                                "output_index": 0, "content_index": 0, "part": part}));
+                                "output_index": base, "content_index": 0, "part": part}));
                             let item = message_item(&msg_id, "completed",
                                 Some((&sent, Some(&sent_logprobs))));
                             yield ev.event("response.output_item.done",
-                                json!({"output_index": 0, "item": item}));
+                                json!({"output_index": base, "item": item}));
                             output.push(item);
                         }
                     }
@@ -625,6 +675,29 @@ fn stream(
         }
     };
     Sse::new(stream).into_response()
+}
+
+/// The `done` events of the streamed thinking (the first output item).
+fn close_reasoning(
+    ev: &mut Events,
+    id: &str,
+    text: &str,
+) -> Vec<Result<SseEvent, std::convert::Infallible>> {
+    vec![
+        ev.event(
+            "response.reasoning_text.done",
+            json!({"item_id": id, "output_index": 0, "content_index": 0, "text": text}),
+        ),
+        ev.event(
+            "response.content_part.done",
+            json!({"item_id": id, "output_index": 0, "content_index": 0,
+                "part": {"type": "reasoning_text", "text": text}}),
+        ),
+        ev.event(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": reasoning_item(id, "completed", Some(text))}),
+        ),
+    ]
 }
 
 /// The `done` events of a streamed call.

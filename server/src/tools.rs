@@ -99,8 +99,27 @@ pub(crate) fn run<M: Model>(
         prefill: None,
         text_schema: plan.schema.clone(),
     };
+    // The thinking goes out as it is generated, before the turn.
+    let mut on_reasoning = |piece: &str| {
+        if shared.cancel_all.load(Ordering::Relaxed) {
+            return false;
+        }
+        if stream {
+            events.send(Event::Reasoning(piece.to_string())).is_ok()
+        } else {
+            !events.is_closed()
+        }
+    };
     let (reply, out) = generator
-        .generate_tool_turn(messages, tools, choice, &turn, options, &mut on_text)
+        .generate_tool_turn_thinking(
+            messages,
+            tools,
+            choice,
+            &turn,
+            options,
+            &mut on_reasoning,
+            &mut on_text,
+        )
         .map_err(err)?;
     sink.drain(events);
     let logprobs = sink.whole(&out);

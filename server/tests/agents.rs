@@ -592,7 +592,7 @@ async fn responses_api_refusals_and_guards() {
             "text.format",
         ),
         (
-            json!({"input": [{"type": "reasoning", "summary": []}]}),
+            json!({"input": [{"type": "computer_call", "summary": []}]}),
             "input",
         ),
         (json!({"input": 3}), "input"),
@@ -826,5 +826,109 @@ async fn reasoning_models_think_before_a_tool_call() {
         .collect();
     assert_eq!(thinking, "The clock knows.");
     assert_eq!(assemble(&chunks).len(), 1);
+    // The thinking streams as it is generated: before the call starts.
+    let first = |f: &dyn Fn(&Value) -> bool| chunks.iter().position(f).unwrap();
+    let thought_at = first(&|c| c["choices"][0]["delta"]["reasoning_content"].is_string());
+    let call_at = first(&|c| c["choices"][0]["delta"]["tool_calls"].is_array());
+    assert!(thought_at < call_at, "{chunks:?}");
+
+    // The Responses API: a reasoning item, then the call; streamed in that order.
+    let body = json!({"input": "Time?", "tools": [{"type": "function", "name": "current_time",
+        "parameters": {"type": "object", "properties": {}}}], "tool_choice": "required",
+        "max_output_tokens": 80, "temperature": 0, "stream": true});
+    let events = typed_events(&call(&r, "POST", "/v1/responses", Some(body)).await);
+    let output = &events.last().unwrap().1["response"]["output"];
+    assert_eq!(output[0]["type"], "reasoning", "{output}");
+    assert_eq!(
+        output[0]["content"][0]["text"], "The clock knows.",
+        "{output}"
+    );
+    assert_eq!(output[1]["type"], "function_call", "{output}");
+    assert_eq!(output[1]["name"], "current_time", "{output}");
+    let added: Vec<(u64, String)> = events
+        .iter()
+        .filter(|(n, _)| n == "response.output_item.added")
+        .map(|(_, d)| {
+            (
+                d["output_index"].as_u64().unwrap(),
+                d["item"]["type"].to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        added,
+        [
+            (0, "\"reasoning\"".to_string()),
+            (1, "\"function_call\"".to_string())
+        ]
+    );
+    server.stop().await;
+}
+
+/// The Responses API returns a reasoning model's thinking as a `reasoning` item before the
+/// message, whole and streamed (`response.reasoning_text.delta` events before the text).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_api_returns_the_thinking_as_a_reasoning_item() {
+    let knobs = support::Knobs {
+        reasoning_end: Some("</think>".into()),
+        ..script(r#"<think>Two and two: 4.</think>{"answer":4}"#)
+    };
+    let server = start(config(), knobs);
+    let r = server.router();
+    let format = json!({"type": "json_schema", "name": "n", "schema":
+        {"type": "object", "properties": {"answer": {"type": "integer"}},
+         "required": ["answer"], "additionalProperties": false}});
+    let body = json!({"input": "2+2?", "text": {"format": format},
+        "max_output_tokens": 60, "temperature": 0});
+    let v = call(&r, "POST", "/v1/responses", Some(body.clone()))
+        .await
+        .json();
+    let output = v["output"].as_array().unwrap();
+    assert_eq!(output.len(), 2, "{v}");
+    assert_eq!(output[0]["type"], "reasoning", "{v}");
+    assert_eq!(output[0]["summary"], json!([]), "{v}");
+    assert_eq!(output[0]["content"][0]["type"], "reasoning_text", "{v}");
+    assert_eq!(output[0]["content"][0]["text"], "Two and two: 4.", "{v}");
+    assert_eq!(output[1]["type"], "message", "{v}");
+    assert_eq!(output[1]["content"][0]["text"], r#"{"answer":4}"#, "{v}");
+    assert!(
+        v["usage"]["output_tokens_details"]["reasoning_tokens"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let events = typed_events(&call(&r, "POST", "/v1/responses", Some(streamed)).await);
+    let names: Vec<&str> = events.iter().map(|(n, _)| n.as_str()).collect();
+    let at = |name: &str| names.iter().position(|n| *n == name).unwrap();
+    assert!(at("response.reasoning_text.delta") < at("response.reasoning_text.done"));
+    assert!(at("response.reasoning_text.done") < at("response.output_text.delta"));
+    let thinking: String = events
+        .iter()
+        .filter(|(n, _)| n == "response.reasoning_text.delta")
+        .map(|(_, d)| d["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(thinking, "Two and two: 4.");
+    for (name, d) in &events {
+        if name.starts_with("response.output_text") {
+            assert_eq!(d["output_index"], 1, "{name}: {d}");
+        }
+        if name.starts_with("response.reasoning_text") {
+            assert_eq!(d["output_index"], 0, "{name}: {d}");
+        }
+    }
+    let done = &events.last().unwrap().1["response"];
+    assert_eq!(done["output"][0]["content"][0]["text"], "Two and two: 4.");
+    assert_eq!(done["output"][1]["content"][0]["text"], r#"{"answer":4}"#);
+
+    // A client sends the output back as the next turn's input, reasoning item included.
+    let mut input = done["output"].as_array().unwrap().clone();
+    input.insert(0, json!({"role": "user", "content": "2+2?"}));
+    input.push(json!({"role": "user", "content": "And 3+3?"}));
+    let next = json!({"input": input, "text": {"format": format}, "max_output_tokens": 60});
+    let reply = call(&r, "POST", "/v1/responses", Some(next)).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
     server.stop().await;
 }

@@ -677,6 +677,34 @@ impl<M: Model> Generator<M> {
         options: GenerateOptions,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<(Reply, Output), GenerateError> {
+        self.generate_tool_turn_thinking(
+            messages,
+            tools,
+            choice,
+            turn,
+            options,
+            &mut |_| true,
+            on_text,
+        )
+    }
+
+    /// [`Generator::generate_tool_turn`], with the thinking of a reasoning model streamed to
+    /// `on_reasoning` as it is generated (which returns `false` to cancel), before the turn.
+    ///
+    /// # Errors
+    ///
+    /// As [`Generator::generate_tool_turn`].
+    #[allow(clippy::too_many_arguments)]
+    pub fn generate_tool_turn_thinking(
+        &mut self,
+        messages: Vec<Message>,
+        tools: &[Tool],
+        choice: &ToolChoice,
+        turn: &TurnOptions,
+        options: GenerateOptions,
+        on_reasoning: &mut dyn FnMut(&str) -> bool,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<(Reply, Output), GenerateError> {
         if turn.max_calls == Some(0) {
             return Err(GenerateError::InvalidTool(
                 "max_calls must be at least 1".into(),
@@ -692,7 +720,7 @@ impl<M: Model> Generator<M> {
         let mut options = options;
         let thought = match options.reasoning.take() {
             Some(r) => {
-                let mut t = self.think(&prompt, &r, &options, &mut |_| true)?;
+                let mut t = self.think(&prompt, &r, &options, on_reasoning)?;
                 if t.cancelled {
                     return Ok((Reply::Text(String::new()), t.into_cancelled()));
                 }
