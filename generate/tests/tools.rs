@@ -666,3 +666,42 @@ fn a_text_schema_next_to_the_calls() {
         other => panic!("{other:?}"),
     }
 }
+
+/// Under `PropertyOrder::Schema`, a tool marked `any_order` keeps the order the model writes
+/// its arguments in, while another tool's arguments follow its schema's order.
+#[test]
+fn a_tool_marked_any_order_keeps_any_order_beside_an_ordered_one() {
+    let tok = tokenizer();
+    let params = json!({"type": "object", "properties": {"x": {"type": "string"},
+        "y": {"type": "string"}}, "required": ["x", "y"], "additionalProperties": false});
+    let mut loose = Tool::new("loose", "Loose.", params.clone());
+    loose.any_order = true;
+    let tight = Tool::new("tight", "Tight.", params);
+    let script = r#"{"tool_calls":[{"name":"loose","arguments":{"y":"b","x":"a"}},{"name":"tight","arguments":{"y":"b","x":"a"}}]}"#;
+    let mut g = generator(&tok, &[script]);
+    g.set_property_order(schema_compiler::PropertyOrder::Schema);
+    let (reply, out) = g
+        .generate_with_tools(
+            vec![Message::new("user", "Go")],
+            &[loose, tight],
+            &ToolChoice::Required,
+            options(),
+            &mut |_| true,
+        )
+        .unwrap();
+    let Reply::Calls(calls) = reply else {
+        panic!("no calls: {}", out.text);
+    };
+    assert_eq!(calls.len(), 2, "{}", out.text);
+    assert!(
+        out.text
+            .contains(r#"{"name":"loose","arguments":{"y":"b","x":"a"}}"#),
+        "{}",
+        out.text
+    );
+    assert!(
+        out.text.contains(r#"{"name":"tight","arguments":{"x":"#),
+        "{}",
+        out.text
+    );
+}

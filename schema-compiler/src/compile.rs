@@ -1562,7 +1562,12 @@ impl<'o> Builder<'o> {
         }
         let spec = ObjSpec {
             key_dfa: key_id,
-            listed: s.properties.len() as u32,
+            // Nothing listed: every member comes "after the listed ones", in any order.
+            listed: if s.any_order {
+                0
+            } else {
+                s.properties.len() as u32
+            },
             lits,
             lit_member,
             set_member,

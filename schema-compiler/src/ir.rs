@@ -85,6 +85,9 @@ pub struct Schema {
     pub multiple_of: Vec<Decimal>,
     // Objects.
     pub properties: Vec<(String, NodeId)>,
+    /// [`ANY_ORDER_KEYWORD`] says `"any"`: the members may come in any order, even under
+    /// [`crate::PropertyOrder::Schema`].
+    pub any_order: bool,
     pub pattern_properties: Vec<(String, NodeId)>,
     pub additional_properties: Option<NodeId>,
     pub required: Vec<String>,
@@ -149,6 +152,12 @@ pub enum Node {
 type Loc = (usize, String);
 
 /// Known keywords of every draft that do not assert anything.
+/// An extension keyword: `"any"` lets the members of this schema's objects come in any order
+/// under [`crate::PropertyOrder::Schema`] (`"schema"`, the default, keeps its order). It
+/// changes no verdict: order only decides which spellings of an object are generated. See
+/// [`crate::any_order`].
+pub const ANY_ORDER_KEYWORD: &str = "x-stencil-property-order";
+
 const ANNOTATIONS: &[&str] = &[
     "$schema",
     "$id",
@@ -943,6 +952,15 @@ impl<'o> Lowering<'o> {
                         count(v)
                             .ok_or_else(|| invalid(k, "must be a non-negative integer".into()))?,
                     )
+                }
+                ANY_ORDER_KEYWORD => {
+                    s.any_order = match v.as_str() {
+                        Some("any") => true,
+                        Some("schema") => false,
+                        _ => {
+                            return Err(invalid(k, "must be \"any\" or \"schema\"".into()));
+                        }
+                    };
                 }
                 "uniqueItems" => {
                     s.unique_items = v

@@ -88,8 +88,10 @@ pub mod text;
 
 pub use error::CompileError;
 pub use grammar::{Compiler, Grammar};
+pub use ir::ANY_ORDER_KEYWORD;
 pub use matcher::{LexemeSplit, Matcher};
 pub use options::{
     Draft, FormatMode, KeyEscapes, Limits, NumberPolicy, Options, PropertyOrder, Whitespace,
+    any_order,
 };
 pub use report::{CompileReport, Note, NoteKind};

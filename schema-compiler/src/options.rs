@@ -133,6 +133,9 @@ pub enum PropertyOrder {
     /// object subschemas must hold together (`allOf`, a `$ref` beside `properties`, several
     /// matching `patternProperties`), or are negated or counted (`not`, `oneOf`, `if`,
     /// `dependentSchemas`), no single listing defines an order and any order is accepted.
+    /// A schema with the extension keyword `"x-stencil-property-order": "any"`
+    /// ([`crate::ANY_ORDER_KEYWORD`], [`crate::any_order`]) keeps any order for its own
+    /// objects.
     Schema,
 }
 
@@ -262,4 +265,59 @@ impl Default for Options {
     fn default() -> Self {
         Options::generation()
     }
+}
+
+/// `schema` with [`ANY_ORDER_KEYWORD`](crate::ANY_ORDER_KEYWORD) set to `"any"` on it and on
+/// every subschema in it (`properties`, `items`, `$defs`, `anyOf` and the other keywords whose
+/// values are schemas): compiled under [`PropertyOrder::Schema`], its objects may still be
+/// written in any order, while the schemas it is placed beside keep theirs (a non-strict tool
+/// among strict ones). What it accepts is unchanged.
+pub fn any_order(schema: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    // Keywords whose value is a schema, a list of schemas, or a map of names to schemas.
+    const ONE: &[&str] = &[
+        "additionalProperties",
+        "propertyNames",
+        "items",
+        "additionalItems",
+        "contains",
+        "not",
+        "if",
+        "then",
+        "else",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+    ];
+    const LIST: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems", "items"];
+    const MAP: &[&str] = &[
+        "properties",
+        "patternProperties",
+        "dependentSchemas",
+        "dependencies",
+        "$defs",
+        "definitions",
+    ];
+    let Value::Object(o) = schema else {
+        return schema.clone();
+    };
+    let mut out = serde_json::Map::with_capacity(o.len() + 1);
+    for (k, v) in o {
+        let k = k.as_str();
+        let v = match v {
+            Value::Object(_) if ONE.contains(&k) => any_order(v),
+            Value::Array(a) if LIST.contains(&k) => Value::Array(a.iter().map(any_order).collect()),
+            Value::Object(m) if MAP.contains(&k) => Value::Object(
+                m.iter()
+                    .map(|(name, s)| (name.clone(), any_order(s)))
+                    .collect(),
+            ),
+            _ => v.clone(),
+        };
+        out.insert(k.to_string(), v);
+    }
+    out.insert(
+        crate::ANY_ORDER_KEYWORD.to_string(),
+        Value::String("any".into()),
+    );
+    Value::Object(out)
 }

@@ -240,3 +240,61 @@ fn the_order_only_narrows() {
         }
     }
 }
+
+/// The extension keyword lets one subschema's objects come in any order under
+/// `PropertyOrder::Schema` while the others keep theirs (a non-strict tool among strict ones),
+/// and accepts exactly what the plain schema accepts.
+#[test]
+fn a_subschema_marked_any_order_keeps_any_order() {
+    let loose = json!({"type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+            "inner": {"type": "object", "properties": {"x": {"type": "integer"},
+                "y": {"type": "integer"}}, "required": ["x", "y"]}},
+        "required": ["a", "b"],
+        "$defs": {"p": {"type": "object", "properties": {"u": {"type": "integer"},
+            "v": {"type": "integer"}}}}});
+    let strict = json!({"type": "object",
+        "properties": {"c": {"type": "integer"}, "d": {"type": "integer"}},
+        "required": ["c", "d"]});
+    let marked = schema_compiler::any_order(&loose);
+    assert_eq!(marked["x-stencil-property-order"], "any");
+    assert_eq!(
+        marked["properties"]["inner"]["x-stencil-property-order"],
+        "any"
+    );
+    assert_eq!(marked["$defs"]["p"]["x-stencil-property-order"], "any");
+    // The marked schema beside an unmarked one, as tool arguments are.
+    let both = json!({"anyOf": [marked, strict]});
+    for text in [
+        r#"{"a":1,"b":2}"#,
+        r#"{"b":2,"a":1}"#,
+        r#"{"inner":{"y":1,"x":2},"b":2,"a":1}"#,
+        r#"{"c":1,"d":2}"#,
+    ] {
+        assert!(ordered(&both, text), "{text}");
+    }
+    assert!(!ordered(&both, r#"{"d":2,"c":1}"#));
+    // Whatever the order, the verdicts are those of the unmarked schema.
+    for text in [
+        r#"{"b":2,"a":1}"#,
+        r#"{"a":1}"#,
+        r#"{"a":1,"b":"x"}"#,
+        r#"{"inner":{"y":1},"a":1,"b":2}"#,
+        r#"{"a":1,"b":2,"z":null}"#,
+    ] {
+        assert_eq!(
+            any(&schema_compiler::any_order(&loose), text),
+            any(&loose, text),
+            "{text}"
+        );
+        assert_eq!(
+            ordered(&schema_compiler::any_order(&loose), text),
+            any(&loose, text),
+            "{text}"
+        );
+    }
+    // Only "any" and "schema" are values of the keyword.
+    let bad = json!({"type": "object", "x-stencil-property-order": "sorted"});
+    let e = Grammar::compile(&bad, &options(PropertyOrder::Schema)).unwrap_err();
+    assert!(e.to_string().contains("x-stencil-property-order"), "{e}");
+}

@@ -16,6 +16,7 @@ use axum::response::sse::{Event as SseEvent, Sse};
 use axum::response::{IntoResponse, Response};
 use generate::{GenerateError, SCHEMA_PLACEHOLDER, SchemaInPrompt, TokenLogprob};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use schema_compiler::PropertyOrder;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
@@ -343,6 +344,11 @@ async fn start(
     // Compiled here, off the model thread, within the compile timeout.
     let compiler = &state.inner.compiler;
     plan.property_order = compiler.order_for(plan.property_order);
+    if compiler.order_for(PropertyOrder::Any) == PropertyOrder::Schema {
+        // The server writes every schema in its order: nothing keeps any order.
+        plan.tools.iter_mut().for_each(|t| t.any_order = false);
+        plan.loose_format = false;
+    }
     let mut grammars = Vec::new();
     let mut schema_cache_hit = None;
     if let Some(schema) = &plan.schema {

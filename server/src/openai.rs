@@ -213,10 +213,14 @@ pub struct Plan {
     pub include_usage: bool,
     /// How the schema gets into the prompt.
     pub schema_in_prompt: SchemaInPrompt,
-    /// The order of object members: the schema's where every schema of the request is
-    /// `strict` (OpenAI's contract for structured outputs); otherwise the server's default
-    /// (`stencil serve --property-order`, any order unless set).
+    /// The order of object members: the schema's where a schema of the request is `strict`
+    /// (OpenAI's contract for structured outputs), with the schemas that are not strict
+    /// marked to keep any order ([`Tool::any_order`], [`Plan::loose_format`]); otherwise the
+    /// server's default (`stencil serve --property-order`, any order unless set).
     pub property_order: PropertyOrder,
+    /// The response format is not strict while the request's order is the schema's (a
+    /// strict tool asked for it): the text answer keeps any order.
+    pub loose_format: bool,
     /// The thinking section of a reasoning model.
     pub thinking: Thinking,
     /// More variables for the chat template (`chat_template_kwargs`).
@@ -380,7 +384,8 @@ impl ChatRequest {
             return Err(ApiError::invalid("stop takes at most 4 non-empty strings").param("stop"));
         }
 
-        // Strict everywhere a schema is given: the answer's format and every function tool.
+        // Schema order as soon as one schema is `strict` (the answer's format, or a function
+        // tool); the schemas that are not strict are then marked to keep any order.
         let strict_format = match &self.response_format {
             Some(ResponseFormat::JsonSchema { json_schema }) => {
                 Some(json_schema.strict == Some(true))
@@ -388,17 +393,18 @@ impl ChatRequest {
             Some(ResponseFormat::JsonObject) => Some(false),
             None | Some(ResponseFormat::Text) => None,
         };
-        let strict_tools = self.tools.as_ref().filter(|t| !t.is_empty()).map(|list| {
+        let strict_tools: Vec<bool> = self.tools.as_ref().map_or_else(Vec::new, |list| {
             list.iter()
-                .all(|t| t.pointer("/function/strict") == Some(&Value::Bool(true)))
+                .map(|t| t.pointer("/function/strict") == Some(&Value::Bool(true)))
+                .collect()
         });
-        let property_order = match (strict_format, strict_tools) {
-            (None, None) => PropertyOrder::Any,
-            (format, tools) if format.unwrap_or(true) && tools.unwrap_or(true) => {
+        let property_order =
+            if strict_format == Some(true) || strict_tools.iter().any(|&strict| strict) {
                 PropertyOrder::Schema
-            }
-            _ => PropertyOrder::Any,
-        };
+            } else {
+                PropertyOrder::Any
+            };
+        let loose_format = property_order == PropertyOrder::Schema && strict_format == Some(false);
 
         let effort_budget = match self.reasoning_effort.as_deref() {
             None => None,
@@ -456,11 +462,16 @@ impl ChatRequest {
             None => ToolChoice::Auto,
             Some(v) => ToolChoice::from_openai(v).map_err(|e| ApiError::from_generate(&e))?,
         };
-        let tools = match &self.tools {
+        let mut tools = match &self.tools {
             None => Vec::new(),
             Some(list) => Tool::list_from_openai(&Value::Array(list.clone()))
                 .map_err(|e| ApiError::from_generate(&e))?,
         };
+        if property_order == PropertyOrder::Schema {
+            for (tool, &strict) in tools.iter_mut().zip(&strict_tools) {
+                tool.any_order = !strict;
+            }
+        }
         if tools.is_empty() && !matches!(tool_choice, ToolChoice::Auto | ToolChoice::None) {
             return Err(ApiError::invalid(format!(
                 "tool_choice `{tool_choice}` asks for a tool call but no tools are given"
@@ -510,6 +521,7 @@ impl ChatRequest {
                 .unwrap_or(false),
             schema_in_prompt: self.schema_in_prompt.unwrap_or_default(),
             property_order,
+            loose_format,
             thinking,
             template_kwargs,
         })
@@ -793,14 +805,22 @@ mod tests {
             order(json!({"tools": [tool("a", json!(true)), tool("b", json!(true))]})),
             PropertyOrder::Schema
         );
-        // One tool that is not strict: its arguments may come in any order, so all do.
+        // One strict tool among others: schema order, and the others keep any order.
+        let mixed = json!({"tools": [tool("a", json!(true)), tool("b", Value::Null)],
+            "response_format": format(json!(false))});
+        let mut body = json!({"messages": [{"role": "user", "content": "hi"}]});
+        for (k, v) in mixed.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let p = plan(body).unwrap();
+        assert_eq!(p.property_order, PropertyOrder::Schema);
         assert_eq!(
-            order(json!({"tools": [tool("a", json!(true)), tool("b", Value::Null)]})),
-            PropertyOrder::Any
+            p.tools.iter().map(|t| t.any_order).collect::<Vec<_>>(),
+            [false, true]
         );
+        assert!(p.loose_format);
         assert_eq!(
-            order(json!({"tools": [tool("a", json!(true))],
-                "response_format": format(json!(false))})),
+            order(json!({"tools": [tool("a", Value::Null), tool("b", json!(false))]})),
             PropertyOrder::Any
         );
         assert_eq!(

@@ -97,7 +97,13 @@ pub(crate) fn run<M: Model>(
     let turn = TurnOptions {
         max_calls: plan.max_calls,
         prefill: None,
-        text_schema: plan.schema.clone(),
+        text_schema: plan.schema.as_ref().map(|s| {
+            if plan.loose_format {
+                schema_compiler::any_order(s)
+            } else {
+                s.clone()
+            }
+        }),
     };
     // The thinking goes out as it is generated, before the turn.
     let mut on_reasoning = |piece: &str| {

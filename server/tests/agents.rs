@@ -932,3 +932,65 @@ async fn responses_api_returns_the_thinking_as_a_reasoning_item() {
     assert_eq!(reply.status, 200, "{}", reply.text);
     server.stop().await;
 }
+
+/// `strict` per tool: a strict tool's arguments come in its schema's order, a tool that is
+/// not strict keeps any order (here the order the model wrote), in the same request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_is_honoured_per_tool() {
+    let server = start(
+        config(),
+        script(
+            r#"{"tool_calls":[{"name":"loose","arguments":{"y":"b","x":"a"}},{"name":"tight","arguments":{"y":"b","x":"a"}}]}"#,
+        ),
+    );
+    let r = server.router();
+    let tool = |name: &str, strict: Value| {
+        json!({"type": "function", "function": {"name": name, "strict": strict,
+            "parameters": {"type": "object", "properties": {"x": {"type": "string"},
+                "y": {"type": "string"}}, "required": ["x", "y"],
+                "additionalProperties": false}}})
+    };
+    let arguments = |v: &Value| -> Vec<(String, String)> {
+        v["choices"][0]["message"]["tool_calls"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no calls: {v}"))
+            .iter()
+            .map(|c| {
+                let f = &c["function"];
+                (
+                    f["name"].as_str().unwrap().to_string(),
+                    f["arguments"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let body = |tight: Value| {
+        json!({"messages": user("Go"), "tools": [tool("loose", Value::Null), tool("tight", tight)],
+            "tool_choice": "required", "max_tokens": 120, "temperature": 0})
+    };
+    // Neither strict: both in the order the model wrote.
+    let v = call(&r, "POST", "/v1/chat/completions", Some(body(json!(false))))
+        .await
+        .json();
+    let calls = arguments(&v);
+    assert_eq!(calls.len(), 2, "{v}");
+    assert!(
+        calls.iter().all(|(_, a)| a.starts_with(r#"{"y""#)),
+        "{calls:?}"
+    );
+    // One strict: its arguments in schema order, the other's still as written.
+    let v = call(&r, "POST", "/v1/chat/completions", Some(body(json!(true))))
+        .await
+        .json();
+    let calls = arguments(&v);
+    assert_eq!(
+        calls[0],
+        ("loose".into(), r#"{"y":"b","x":"a"}"#.into()),
+        "{v}"
+    );
+    assert_eq!(calls[1].0, "tight", "{v}");
+    assert!(calls[1].1.starts_with(r#"{"x""#), "{calls:?}");
+    let args: Value = serde_json::from_str(&calls[1].1).unwrap();
+    assert!(args["x"].is_string() && args["y"].is_string(), "{args}");
+    server.stop().await;
+}

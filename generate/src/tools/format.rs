@@ -140,7 +140,13 @@ impl ToolFormat {
         let one = |i: usize, t: &Tool| {
             let mut props = Map::new();
             props.insert("name".into(), json!({"const": t.name}));
-            props.insert(args_key.into(), embed_parameters(&t.parameters, i));
+            let parameters = embed_parameters(&t.parameters, i);
+            let parameters = if t.any_order {
+                schema_compiler::any_order(&parameters)
+            } else {
+                parameters
+            };
+            props.insert(args_key.into(), parameters);
             json!({
                 "type": "object",
                 "properties": props,

@@ -100,6 +100,10 @@ pub struct Tool {
     pub description: Option<String>,
     /// A JSON Schema for the arguments (an object schema, usually).
     pub parameters: Value,
+    /// The arguments may be written in any order even when the generator writes members in
+    /// the schema's order ([`schema_compiler::PropertyOrder::Schema`]): for a tool that is not
+    /// `strict` among strict ones. Default `false`.
+    pub any_order: bool,
 }
 
 impl Tool {
@@ -109,6 +113,7 @@ impl Tool {
             name: name.into(),
             description: Some(description.into()),
             parameters,
+            any_order: false,
         }
     }
 
@@ -180,6 +185,7 @@ impl Tool {
             name,
             description,
             parameters,
+            any_order: false,
         })
     }
 
