@@ -28,6 +28,8 @@ use regex_automata::{Anchored, MatchKind, util::start};
 
 /// The dead state; its row maps every class back to itself.
 pub const DEAD: u32 = 0;
+/// No string leads to acceptance; see [`Dfa::co_distance`].
+pub const NO_PATH: u32 = u32::MAX;
 
 /// Sentinel in [`Dfa::finals`] for a state that does not accept at the end of input.
 const NO_MATCH: u32 = u32::MAX;
@@ -521,6 +523,69 @@ impl Dfa {
     /// All distinct match sets, indexed by [`Dfa::final_set_id`].
     pub fn match_sets(&self) -> &[Box<[u32]>] {
         &self.match_sets
+    }
+
+    /// The index of `state` (states are premultiplied), below [`Dfa::num_states`].
+    #[inline]
+    pub fn state_index(&self, state: u32) -> usize {
+        (state / self.stride) as usize
+    }
+
+    /// For the pairs of states the two DFAs reach together, fed the same bytes from their
+    /// starts: the length of the shortest string over `bytes` that takes both to an accepting
+    /// state, or [`NO_PATH`] where none does. Entry `i * other.num_states() + j` is for this
+    /// DFA's state index `i` and `other`'s `j` (see [`Dfa::state_index`]); pairs never reached
+    /// together hold [`NO_PATH`].
+    ///
+    /// Only the pairs reachable from the two starts are explored, so the cost follows the
+    /// product's reachable part rather than its full size.
+    pub fn co_distance(&self, other: &Dfa, bytes: &[u8]) -> Vec<u32> {
+        let m = other.num_states();
+        let index = |s: u32, t: u32| self.state_index(s) * m + other.state_index(t);
+        let mut dist = vec![NO_PATH; self.num_states() * m];
+        let start = (self.start(), other.start());
+        if start.0 == DEAD || start.1 == DEAD {
+            return dist;
+        }
+        let mut seen = vec![false; dist.len()];
+        seen[index(start.0, start.1)] = true;
+        let mut stack = vec![start];
+        let mut queue = std::collections::VecDeque::new();
+        // (target, source) for every edge between reachable pairs.
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        while let Some((s, t)) = stack.pop() {
+            let here = index(s, t);
+            if self.is_final(s) && other.is_final(t) {
+                dist[here] = 0;
+                queue.push_back(here);
+            }
+            for &b in bytes {
+                let (s2, t2) = (self.next(s, b), other.next(t, b));
+                if s2 == DEAD || t2 == DEAD {
+                    continue;
+                }
+                let there = index(s2, t2);
+                edges.push((there as u32, here as u32));
+                if !seen[there] {
+                    seen[there] = true;
+                    stack.push((s2, t2));
+                }
+            }
+        }
+        edges.sort_unstable();
+        while let Some(p) = queue.pop_front() {
+            let from = edges.partition_point(|&(to, _)| (to as usize) < p);
+            for &(to, source) in &edges[from..] {
+                if to as usize != p {
+                    break;
+                }
+                if dist[source as usize] == NO_PATH {
+                    dist[source as usize] = dist[p] + 1;
+                    queue.push_back(source as usize);
+                }
+            }
+        }
+        dist
     }
 
     /// Number of states, the dead state included.
@@ -1314,6 +1379,28 @@ impl RawBuilder {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn co_distance_counts_the_bytes_to_a_string_both_take() {
+        let a = Dfa::from_regex(
+            "0|-?[1-9][0-9]*(\\.[0-9]*[1-9])?|-?0\\.[0-9]*[1-9]",
+            DfaLimits::default(),
+        )
+        .unwrap();
+        let b = Dfa::from_regex("-?[0-9]+(\\.0*)?", DfaLimits::default()).unwrap();
+        let d = a.co_distance(&b, b"-.0123456789");
+        let at = |text: &[u8]| {
+            let (s, t) = (a.run(a.start(), text), b.run(b.start(), text));
+            d[a.state_index(s) * b.num_states() + b.state_index(t)]
+        };
+        assert_eq!(at(b"12"), 0);
+        assert_eq!(at(b"-"), 1);
+        assert_eq!(at(b""), 1);
+        // After `-0`, `a` needs a point and a non-zero last digit, and `b` takes only zeros
+        // after the point: no string both take.
+        assert_eq!(at(b"-0"), NO_PATH);
+        assert_eq!(at(b"-0."), NO_PATH);
+    }
+
     #[test]
     fn each_level_universe_holds_exactly_the_characters_of_its_level() {
         for level in 0..CONTENT_LEVELS {

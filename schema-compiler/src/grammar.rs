@@ -38,6 +38,13 @@ pub struct Grammar {
     pub(crate) canonical_syntax: DfaId,
     /// DFA of `true|false|null`.
     pub(crate) literal_syntax: DfaId,
+    /// Per lexer, where numbers may be held to `canonical_syntax` and the lexer's language
+    /// is not decided by the value alone: [`Dfa::co_distance`] of the canonical syntax with
+    /// the lexer's DFA over number bytes. A number whose spelling so far leaves no canonical
+    /// completion in the lexer's language fails the lexer at once, so that no formula waits
+    /// on a value that cannot be written (`-0` under `integer`: only `-0.5`-like canonical
+    /// spellings follow).
+    pub(crate) canonical_live: Vec<Option<Arc<[u32]>>>,
     /// Whether values are hashed (some array has `uniqueItems`).
     pub(crate) needs_hash: bool,
 }
@@ -100,6 +107,7 @@ impl Compiler {
             })
             .collect();
         let needs_hash = b.arr_specs.iter().any(|a| a.unique);
+        let canonical_live = canonical_live(&b, &templates, number_syntax, canonical_syntax);
         Ok(Grammar {
             options: self.options.clone(),
             dfas: b.dfas,
@@ -115,6 +123,7 @@ impl Compiler {
             number_syntax,
             canonical_syntax,
             literal_syntax,
+            canonical_live,
             needs_hash,
         })
     }
@@ -179,6 +188,37 @@ impl Grammar {
             .as_ref()
             .expect("template built for every value node")
     }
+}
+
+/// Every byte a number is spelled with.
+pub(crate) const NUMBER_BYTES: &[u8] = b"-+.0123456789eE";
+
+/// See [`Grammar::canonical_live`]: one table per distinct lexer DFA met in number position.
+fn canonical_live(
+    b: &Builder<'_>,
+    templates: &[Option<ValueTemplate>],
+    number_syntax: DfaId,
+    canonical_syntax: DfaId,
+) -> Vec<Option<Arc<[u32]>>> {
+    let mut out = vec![None; b.lexers.len()];
+    if canonical_syntax == number_syntax {
+        return out;
+    }
+    let canonical = &b.dfas[canonical_syntax as usize];
+    let mut by_dfa: HashMap<DfaId, Arc<[u32]>> = HashMap::new();
+    for t in templates.iter().flatten() {
+        let lexer = t.lexers[crate::compile::Kind::Number as usize];
+        let l = &b.lexers[lexer as usize];
+        let dfa = &b.dfas[l.dfa as usize];
+        if out[lexer as usize].is_some() || l.dfa == number_syntax || dfa.is_empty() {
+            continue;
+        }
+        let table = by_dfa
+            .entry(l.dfa)
+            .or_insert_with(|| canonical.co_distance(dfa, NUMBER_BYTES).into());
+        out[lexer as usize] = Some(table.clone());
+    }
+    out
 }
 
 impl Builder<'_> {

@@ -24,8 +24,8 @@
 use std::sync::Arc;
 
 use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, ObjSpec, Op};
-use crate::dfa::{CONTENT_LEVELS, DEAD, SPACE_LEVEL, level_is_plain};
-use crate::grammar::Grammar;
+use crate::dfa::{CONTENT_LEVELS, DEAD, NO_PATH, SPACE_LEVEL, level_is_plain};
+use crate::grammar::{Grammar, NUMBER_BYTES};
 use crate::ir::NodeId;
 use crate::options::{KeyEscapes, Whitespace};
 use crate::text::decimal::Decimal;
@@ -1257,7 +1257,37 @@ impl State {
                     self.journal.push(Undo::Text(self.text.len() as u32));
                     self.text.push(b);
                 }
+                self.fail_unwritable(g, t);
                 self.primitive_viable(g, t)
+            }
+        }
+    }
+
+    /// Fails the obligations of frame `t` that no canonical spelling continuing the number so
+    /// far satisfies, when the number is held to its canonical spelling: on those spellings
+    /// each obligation's verdict is exact, so every value still writable fails it, and a
+    /// formula that needs it is refused now rather than at a dead end (`-0` under `integer`).
+    fn fail_unwritable(&mut self, g: &Grammar, t: usize) {
+        if self.lex.kind != LexKind::Num
+            || self.lex.syntax != g.canonical_syntax
+            || g.canonical_syntax == g.number_syntax
+        {
+            return;
+        }
+        let syn = g.dfa(g.canonical_syntax).state_index(self.lex.core.syn);
+        let f = self.frames[t];
+        for i in f.slot_start..f.slot_end {
+            let mut o = self.obls[i as usize];
+            if o.failed {
+                continue;
+            }
+            let Some(table) = &g.canonical_live[o.lexer as usize] else {
+                continue;
+            };
+            let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
+            if table[syn * dfa.num_states() + dfa.state_index(o.state)] == NO_PATH {
+                o.failed = true;
+                self.set_obl(i as usize, o);
             }
         }
     }
@@ -1481,6 +1511,7 @@ impl State {
             }
             self.set_obl(i as usize, o);
         }
+        self.fail_unwritable(g, t);
         true
     }
 
@@ -3337,7 +3368,12 @@ impl Matcher {
                 c.extend([b'a', b'b', b'c']);
             }
             LexKind::Num | LexKind::Lit => {
-                if let Some(o) = first_obl() {
+                if let Some(bytes) = self.canonical_steps() {
+                    if bytes.is_empty() {
+                        closers(&mut c);
+                    }
+                    c.extend(bytes);
+                } else if let Some(o) = first_obl() {
                     let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
                     if dfa.is_final(o.state) {
                         closers(&mut c);
@@ -3372,6 +3408,35 @@ impl Matcher {
         }
         c.dedup();
         c
+    }
+
+    /// For a number held to its canonical spelling, the bytes that take it one step closer to
+    /// a value the first live obligation takes ([`Grammar::canonical_live`]); empty when it
+    /// may end here. `None` where that does not apply.
+    fn canonical_steps(&self) -> Option<Vec<u8>> {
+        let st = &self.st;
+        let g = &*self.g;
+        if st.lex.kind != LexKind::Num || st.lex.syntax != g.canonical_syntax {
+            return None;
+        }
+        let f = &st.frames[st.top()];
+        let (o, table) = st.obls[f.slot_start as usize..f.slot_end as usize]
+            .iter()
+            .filter(|o| !o.failed && o.role != Role::Contains)
+            .find_map(|o| Some((o, g.canonical_live[o.lexer as usize].as_ref()?)))?;
+        let syntax = g.dfa(g.canonical_syntax);
+        let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
+        let at =
+            |s: u32, t: u32| table[syntax.state_index(s) * dfa.num_states() + dfa.state_index(t)];
+        let here = at(st.lex.core.syn, o.state);
+        if here == 0 || here == NO_PATH {
+            return Some(Vec::new());
+        }
+        let steps = NUMBER_BYTES.iter().copied().filter(|&b| {
+            let (s, t) = (syntax.next(st.lex.core.syn, b), dfa.next(o.state, b));
+            s != DEAD && t != DEAD && at(s, t) == here - 1
+        });
+        Some(steps.collect())
     }
 
     /// Candidate structural bytes for [`Matcher::completion`] between tokens, best first.

@@ -167,3 +167,62 @@ fn unsatisfiable_schemas_name_the_reason() {
         }
     }
 }
+
+/// Under generation options a number is held to its canonical spelling where a formula decides
+/// on it. Every spelling the matcher lets it start must then still reach a value the schema
+/// takes: a prefix such as `-0` under `integer` (whose canonical continuations are all
+/// fractions) is refused at its byte, never left as a dead end that generation cannot leave.
+#[test]
+fn generation_leaves_no_dead_end_in_a_number() {
+    let members = [
+        r#"{"type":"integer"}"#,
+        r#"{"type":"integer","minimum":-3}"#,
+        r#"{"multipleOf":0.5}"#,
+        r#"{"multipleOf":0.25,"maximum":2}"#,
+        r#"{"type":"number","maximum":0}"#,
+        r#"{"enum":[0,1,2.5]}"#,
+    ];
+    let numbers = [
+        "-0", "-0.", "-0.0", "-0.00", "0.0", "1.0", "1.50", "2.50", "0.10", "-1.0", "1e", "10.",
+    ];
+    let mut bad = Vec::new();
+    for member in members {
+        for shape in [
+            format!(
+                r#"{{"anyOf":[{{"type":"object","properties":{{"x":{member}}}}},{{"type":"object","properties":{{"x":{member}}}}}]}}"#
+            ),
+            format!(r#"{{"oneOf":[{member},{{"type":"string"}}]}}"#),
+            format!(r#"{{"not":{{"not":{member}}}}}"#),
+        ] {
+            let schema: serde_json::Value = serde_json::from_str(&shape).unwrap();
+            let grammar = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+            let mut m = Matcher::new(grammar);
+            for n in numbers {
+                let text = if shape.contains("object") {
+                    format!(r#"{{"x":{n}"#)
+                } else {
+                    n.to_string()
+                };
+                m.reset();
+                if m.push_bytes(text.as_bytes()).is_err() {
+                    continue;
+                }
+                match m.completion(64) {
+                    Some(rest) => {
+                        let whole = format!("{text}{}", String::from_utf8_lossy(&rest));
+                        if accepts(&mut m, &whole).is_err() {
+                            bad.push(format!("{shape}: the completion {whole} is refused"));
+                        }
+                    }
+                    None => bad.push(format!("{shape}: {text} is accepted but cannot end")),
+                }
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} dead ends:\n  {}",
+        bad.len(),
+        bad.join("\n  ")
+    );
+}
