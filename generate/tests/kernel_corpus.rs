@@ -11,10 +11,17 @@
 //!
 //! Schemas that do not compile (unsupported keywords, limits) are skipped and printed with the
 //! reason. Run with `--nocapture` to see them and the per-tokenizer counts.
+//!
+//! The masks themselves are held to a record: for Llama 3 and Gemma 3, a digest of every mask
+//! computed while replaying the valid instances of each file must equal the one in
+//! `tests/data/mask_digests/` (a change to how masks are computed must not change one bit of
+//! them). `STENCIL_RECORD_MASK_DIGESTS=1` writes the record instead, for a deliberate change
+//! of what a schema allows.
 
 mod kernel_support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
 use benches::corpus::{self, Instance};
@@ -131,14 +138,18 @@ fn replay(
     cache: &mut MaskCache,
     ids: &[vocab_index::TokenId],
     every_mask: bool,
+    digest: &mut u64,
     what: &dyn Fn() -> String,
 ) -> Replay {
     let vocab = &tok.vocab;
     let mut s = Session::new(tok.flat.clone(), generate::SchemaRecognizer::new(g.clone()));
     let mut mask = FixedBitSet::new();
-    let mut masked = |s: &mut Session<_>, mask: &mut FixedBitSet| match s.mask(cache, mask) {
-        Ok(_) | Err(MaskError::EmptyMask { .. }) => {}
-        Err(e) => panic!("{}: mask: {e}", what()),
+    let mut masked = |s: &mut Session<_>, mask: &mut FixedBitSet| {
+        match s.mask(cache, mask) {
+            Ok(_) | Err(MaskError::EmptyMask { .. }) => {}
+            Err(e) => panic!("{}: mask: {e}", what()),
+        }
+        *digest = fold_mask(*digest, mask);
     };
     for (i, &id) in ids.iter().enumerate() {
         if every_mask {
@@ -196,9 +207,11 @@ fn run(name: &'static str) {
     let (mut accepted, mut refused, mut no_end) = (0, 0, 0);
     let mut tokens = 0;
     let mut failures = Vec::new();
+    let mut masks = BTreeMap::new();
     for c in &corpus.compiled {
         // One cache per grammar, shared by all its instances.
         let mut cache = MaskCache::default();
+        let (mut digest, mut ignored) = (FNV_OFFSET, FNV_OFFSET);
         for (i, t) in c.tests.iter().enumerate() {
             let what = || format!("{name}: {} #{i} ({})", c.file, t.text);
             let ids = tok.encode(&t.text);
@@ -212,7 +225,15 @@ fn run(name: &'static str) {
                 continue;
             }
             tokens += ids.len();
-            let r = replay(&tok, &c.grammar, &mut cache, &ids, t.valid, &what);
+            let r = replay(
+                &tok,
+                &c.grammar,
+                &mut cache,
+                &ids,
+                t.valid,
+                if t.valid { &mut digest } else { &mut ignored },
+                &what,
+            );
             match r {
                 Replay::Accepted => accepted += 1,
                 Replay::Refused { .. } => refused += 1,
@@ -235,6 +256,10 @@ fn run(name: &'static str) {
                 ));
             }
         }
+        masks.insert(c.file.clone(), digest);
+    }
+    if matches!(name, "llama3" | "gemma3") {
+        failures.extend(check_digests(name, &masks));
     }
     eprintln!(
         "{name}: {} schemas ({} skipped), {accepted} accepted, {refused} refused at a token, \
@@ -248,6 +273,55 @@ fn run(name: &'static str) {
         failures.len(),
         failures.join("\n")
     );
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// Folds a mask's bits into a running FNV-1a digest.
+fn fold_mask(mut h: u64, mask: &FixedBitSet) -> u64 {
+    for &block in mask.as_slice() {
+        for byte in (block as u64).to_le_bytes() {
+            h = (h ^ byte as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Compares each file's mask digest with the record for `name` (or writes the record under
+/// `STENCIL_RECORD_MASK_DIGESTS=1`); one line per difference.
+fn check_digests(name: &str, masks: &BTreeMap<String, u64>) -> Vec<String> {
+    let path = format!(
+        "{}/tests/data/mask_digests/{name}.tsv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut text = String::new();
+    for (file, digest) in masks {
+        writeln!(text, "{file}\t{digest:016x}").unwrap();
+    }
+    if std::env::var_os("STENCIL_RECORD_MASK_DIGESTS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, text).expect("the record is written");
+        return Vec::new();
+    }
+    let recorded = std::fs::read_to_string(&path).expect("the mask digests are checked in");
+    let recorded: BTreeMap<&str, &str> = recorded
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .collect();
+    let mut out = Vec::new();
+    for (file, digest) in masks {
+        let now = format!("{digest:016x}");
+        match recorded.get(file.as_str()) {
+            Some(&was) if was == now => {}
+            Some(&was) => out.push(format!(
+                "{name}: {file}: masks changed (digest {was} -> {now})"
+            )),
+            None => out.push(format!("{name}: {file}: no recorded digest")),
+        }
+    }
+    for file in recorded.keys().filter(|f| !masks.contains_key(**f)) {
+        out.push(format!("{name}: {file}: recorded but no longer replayed"));
+    }
+    out
 }
 
 #[test]
