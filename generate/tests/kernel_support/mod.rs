@@ -216,7 +216,7 @@ pub fn brute_mask(g: &Arc<Grammar>, vocab: &Vocabulary, prefix: &[u8]) -> FixedB
     let mut base = Matcher::new(g.clone());
     base.push_bytes(prefix)
         .unwrap_or_else(|i| panic!("byte {i} of {:?} refused", String::from_utf8_lossy(prefix)));
-    base.commit();
+    base.forget_history();
     let mut out = FixedBitSet::with_capacity(vocab.len());
     for (id, bytes) in vocab.iter() {
         if bytes.is_empty() || vocab.is_special(id) {

@@ -1,0 +1,394 @@
+//! The lexeme-only walker: a light mode for mask walks that stay inside one string or key.
+//!
+//! While it is on ([`Matcher::set_lexeme_only`](super::Matcher::set_lexeme_only)), pushes and
+//! pops move along a path of [`LexemeWalk`] nodes instead of writing the journal, and each
+//! node's successors are learnt once per string or key.
+
+use super::decode::{Decoded, decode, feed_core, needed_only};
+use super::state::{Core, LexKind, Mode, Role, State};
+use super::viability::DeadSinks;
+use crate::compile::{DfaId, LeafSpec};
+use crate::dfa::DEAD;
+use crate::grammar::Grammar;
+
+/// A walk node's successor not worked out yet.
+pub(super) const UNSEEN: u32 = u32::MAX;
+
+/// A walk node's successor that the string or key refuses.
+pub(super) const REFUSED: u32 = u32::MAX - 1;
+
+/// The lexeme-only walker, while a mask walk stays inside a string or key.
+///
+/// Its *nodes* are the distinct (decoder, per-lexer DFA states) the walk reaches, each with a
+/// row of 256 successors filled in on first use, so the walk is a table lookup per trie node
+/// once a node's byte was seen (a walk over most of a large vocabulary meets a few dozen
+/// nodes). The decoder's code-point count is part of a node only when some lexer has a
+/// maximum length.
+#[derive(Debug, Clone, Default)]
+pub(super) struct LexemeWalk {
+    pub(super) on: bool,
+    pub(super) is_str: bool,
+    /// Per depth: the node.
+    pub(super) path: Vec<u32>,
+    /// Per node: its decoder state.
+    pub(super) node_core: Vec<Core>,
+    /// Per node: `idx.len()` DFA states.
+    pub(super) node_states: Vec<u32>,
+    /// Per node: 256 successors (`UNSEEN`, `REFUSED` or a node).
+    pub(super) next: Vec<u32>,
+    /// Node by its (decoder, DFA states) words.
+    pub(super) nodes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
+    /// Scratch for a node's words.
+    pub(super) words: Vec<u32>,
+    /// Some lexer has a maximum length (the code-point count tells nodes apart).
+    pub(super) count_matters: bool,
+    /// The string or key (`Lex::serial`) and tracked entries (`idx`) that the nodes, their
+    /// successors and the viability memos were learnt for: within one string or key the
+    /// frame does not change, so they hold for every walk with the same entries.
+    pub(super) learnt_serial: Option<u32>,
+    pub(super) learnt_idx: Vec<u32>,
+    /// Obligation indices (strings) or leaf indices (keys) whose DFA states are tracked.
+    pub(super) idx: Vec<u32>,
+    /// The DFA of each tracked entry.
+    pub(super) dfas: Vec<DfaId>,
+    /// Strings: the code-point limit of each entry (`u64::MAX`: none).
+    pub(super) max: Vec<u64>,
+    /// Strings: the slot has obligations that count (failed or not).
+    pub(super) some: bool,
+    pub(super) mode: Mode,
+    /// While a successor is worked out: the decoder state of the node and of the successor.
+    pub(super) cores: Vec<Core>,
+    /// While a successor is worked out: `idx.len()` DFA states of the node, then of the
+    /// successor.
+    pub(super) states: Vec<u32>,
+    /// Keys: frame viability by key-state tuple, for the current walk.
+    pub(super) key_memo: rustc_hash::FxHashMap<Box<[u32]>, bool>,
+    /// Strings: some obligation of the slot had failed before the walk.
+    pub(super) failed: bool,
+    /// Strings: frame viability by the set of tracked entries that can no longer pass (bit `j`
+    /// for entry `j`), for the current walk.
+    pub(super) slot_memo: rustc_hash::FxHashMap<u64, bool>,
+    /// The last `slot_memo` answer (`u64::MAX` at the start of a walk: a lookup with every
+    /// one of 64 entries dead never happens, the walk refuses that first).
+    pub(super) slot_last: (u64, bool),
+}
+
+impl LexemeWalk {
+    /// Drops the nodes, their successors and the viability memos.
+    pub(super) fn forget(&mut self) {
+        self.node_core.clear();
+        self.node_states.clear();
+        self.next.clear();
+        self.nodes.clear();
+        self.key_memo.clear();
+        self.slot_memo.clear();
+    }
+
+    /// The node of decoder `core` and the DFA states at `states[from..from + idx.len()]`,
+    /// added when new.
+    pub(super) fn intern(&mut self, mut core: Core, from: usize) -> u32 {
+        if !self.count_matters {
+            core.count = 0;
+        }
+        let k = self.idx.len();
+        self.words.clear();
+        self.words
+            .extend_from_slice(&[core.esc as u32, core.uval, core.count, core.syn]);
+        self.words.extend_from_slice(&self.states[from..from + k]);
+        if let Some(&id) = self.nodes.get(&self.words[..]) {
+            return id;
+        }
+        let id = self.node_core.len() as u32;
+        self.node_core.push(core);
+        self.node_states
+            .extend_from_slice(&self.states[from..from + k]);
+        self.next.resize(self.next.len() + 256, UNSEEN);
+        self.nodes.insert(self.words[..].into(), id);
+        id
+    }
+}
+
+impl State {
+    #[inline]
+    pub(super) fn walk_push(&mut self, g: &Grammar, b: u8) -> bool {
+        let walk = &mut self.walk;
+        let node = *walk.path.last().expect("lexeme walker has a base");
+        match walk.next[node as usize * 256 + b as usize] {
+            REFUSED => false,
+            UNSEEN => self.walk_learn(g, node, b),
+            next => {
+                walk.path.push(next);
+                true
+            }
+        }
+    }
+
+    /// Works out (and records) the successor of walk node `node` by byte `b`.
+    #[cold]
+    pub(super) fn walk_learn(&mut self, g: &Grammar, node: u32, b: u8) -> bool {
+        let walk = &mut self.walk;
+        let k = walk.idx.len();
+        let at = node as usize;
+        walk.cores.clear();
+        walk.cores.push(walk.node_core[at]);
+        walk.states.clear();
+        walk.states
+            .extend_from_slice(&walk.node_states[at * k..(at + 1) * k]);
+        let ok = self.walk_step(g, b);
+        let walk = &mut self.walk;
+        let next = if ok {
+            walk.intern(walk.cores[1], k)
+        } else {
+            REFUSED
+        };
+        walk.next[at * 256 + b as usize] = next;
+        if ok {
+            walk.path.push(next);
+        }
+        ok
+    }
+
+    /// One byte from the single node in `cores` and `states`: pushes the successor there and
+    /// returns true, or returns false and leaves them.
+    pub(super) fn walk_step(&mut self, g: &Grammar, b: u8) -> bool {
+        let mut core = *self.walk.cores.last().expect("lexeme walker has a base");
+        let needed_only = needed_only(g, !self.walk.is_str);
+        let (out, n) = match decode(&mut core, b, needed_only) {
+            Decoded::Reject | Decoded::End => return false,
+            Decoded::Pending => {
+                if !self.walk_escape_viable(g, &core) {
+                    return false;
+                }
+                ([0u8; 4], 0)
+            }
+            Decoded::Bytes(out, n) => (out, n),
+        };
+        if n > 0 && !feed_core(g, &mut core, &out[..n]) {
+            return false;
+        }
+        let walk = &mut self.walk;
+        let k = walk.idx.len();
+        let base = walk.states.len() - k;
+        for j in 0..k {
+            let s = walk.states[base + j];
+            let next = if s == DEAD || n == 0 {
+                s
+            } else {
+                g.dfa(walk.dfas[j]).run(s, &out[..n])
+            };
+            walk.states.push(next);
+        }
+        let ok = self.walk_top_viable(g, &core);
+        if ok {
+            self.walk.cores.push(core);
+        } else {
+            self.walk.states.truncate(base + k);
+        }
+        ok
+    }
+
+    /// Whether the walker's top states (with `core`) leave the string or key viable.
+    pub(super) fn walk_top_viable(&mut self, g: &Grammar, core: &Core) -> bool {
+        if self.walk.is_str {
+            return self.walk_slot_viable(g, core);
+        }
+        let walk = &self.walk;
+        let k = walk.idx.len();
+        let top = walk.states.len() - k;
+        let universal = (0..k).all(|j| {
+            let s = walk.states[top + j];
+            s != DEAD && self.walk_key_universal(g, j, s)
+        });
+        if universal {
+            return true;
+        }
+        // The frame is fixed during a walk, so its viability depends on the key states alone;
+        // many prefixes share them (say every key no property name starts with).
+        if let Some(&ok) = walk.key_memo.get(&walk.states[top..]) {
+            return ok;
+        }
+        let ok = self.frame_viable_keys(g, self.top(), &DeadSinks::NONE, true);
+        let tuple: Box<[u32]> = self.walk.states[top..].into();
+        self.walk.key_memo.insert(tuple, ok);
+        ok
+    }
+
+    /// [`State::escape_viable`] for the walker: `core` has the unfinished escape.
+    pub(super) fn walk_escape_viable(&mut self, g: &Grammar, core: &Core) -> bool {
+        if !g.dfa(g.utf8).is_final(core.syn) {
+            return false;
+        }
+        let k = self.walk.idx.len();
+        let base = self.walk.states.len() - k;
+        let needed_only = needed_only(g, !self.walk.is_str);
+        let (outcomes, count) = self.escapes.outcomes(
+            g,
+            core,
+            needed_only,
+            &self.walk.dfas,
+            &self.walk.states[base..base + k],
+        );
+        let mut after = *core;
+        after.esc = 0;
+        after.count += 1;
+        for c in 0..count {
+            self.walk
+                .states
+                .extend_from_slice(&outcomes[c * k..(c + 1) * k]);
+            let ok = self.walk_top_viable(g, &after);
+            self.walk.states.truncate(base + k);
+            if ok {
+                return true;
+            }
+        }
+        false
+    }
+
+    pub(super) fn walk_key_universal(&self, g: &Grammar, j: usize, state: u32) -> bool {
+        let leaf = &self.leaves[self.walk.idx[j] as usize];
+        let LeafSpec::Object(s) = leaf.spec else {
+            return false;
+        };
+        self.key_universal(g, leaf, &g.obj_specs[s as usize], state)
+    }
+
+    /// `slot_viable` over the walker's top states.
+    pub(super) fn walk_slot_viable(&mut self, g: &Grammar, core: &Core) -> bool {
+        let walk = &self.walk;
+        if walk.mode == Mode::Free || !walk.some {
+            return true;
+        }
+        let k = walk.idx.len();
+        let top = &walk.states[walk.states.len() - k..];
+        let pending = u64::from(core.esc != 0);
+        let entry_ok = |j: usize| {
+            let s = top[j];
+            s != DEAD
+                && (walk.max[j] == u64::MAX || {
+                    let need = match &g.min_chars[walk.dfas[j] as usize] {
+                        Some(mc) => mc[g.dfa(walk.dfas[j]).index(s)] as u64,
+                        None => 0,
+                    };
+                    core.count as u64 + pending + need <= walk.max[j]
+                })
+        };
+        // Bit `j`: entry `j` can no longer pass (entries past 64 only count in `dead`).
+        let mut dead_bits = 0u64;
+        let mut dead = 0;
+        for j in 0..k {
+            if !entry_ok(j) {
+                dead += 1;
+                if j < 64 {
+                    dead_bits |= 1 << j;
+                }
+            }
+        }
+        // Failed obligations are not tracked: in `All` mode one would already have made the
+        // slot unviable.
+        if walk.mode == Mode::All || dead == 0 && !walk.failed {
+            return dead == 0;
+        }
+        if dead == k {
+            return false;
+        }
+        let memo = k <= 64;
+        if memo && walk.slot_last.0 == dead_bits {
+            return walk.slot_last.1;
+        }
+        if memo && let Some(&ok) = walk.slot_memo.get(&dead_bits) {
+            self.walk.slot_last = (dead_bits, ok);
+            return ok;
+        }
+        // As `slot_viable`: the frame's formula decides, with the leaves of the obligations
+        // that can no longer pass taken as dead.
+        let t = self.top();
+        let f = &self.frames[t];
+        let slot_start = f.slot_start;
+        let slot = &self.obligations[f.slot_start as usize..f.slot_end as usize];
+        let is_dead = |i: usize| {
+            slot[i].failed
+                || walk
+                    .idx
+                    .iter()
+                    .position(|&x| x == slot_start + i as u32)
+                    .is_some_and(|j| !entry_ok(j))
+        };
+        let ok = self.frame_viable_keys(g, t, &DeadSinks::some(slot, &is_dead), false);
+        if memo {
+            self.walk.slot_memo.insert(dead_bits, ok);
+            self.walk.slot_last = (dead_bits, ok);
+        }
+        ok
+    }
+
+    pub(super) fn walk_key_state(&self, li: u32) -> Option<u32> {
+        let k = self.walk.idx.len();
+        let j = self.walk.idx.iter().position(|&x| x == li)?;
+        Some(self.walk.states[self.walk.states.len() - k + j])
+    }
+}
+
+impl State {
+    /// Switches the lexeme walker on or off (see [`Matcher::set_lexeme_only`]).
+    pub(super) fn set_lexeme_only(&mut self, g: &Grammar, on: bool) {
+        let st = self;
+        if !on {
+            st.walk.on = false;
+            return;
+        }
+        if !matches!(st.lex.kind, LexKind::Str | LexKind::Key) {
+            return;
+        }
+        let t = st.top();
+        let f = st.frames[t];
+        let walk = &mut st.walk;
+        walk.idx.clear();
+        walk.dfas.clear();
+        walk.max.clear();
+        walk.states.clear();
+        walk.slot_last = (u64::MAX, false);
+        walk.failed = false;
+        walk.is_str = st.lex.kind == LexKind::Str;
+        if walk.is_str {
+            walk.mode = f.slot_mode;
+            walk.some = false;
+            for i in f.slot_start..f.slot_end {
+                let o = st.obligations[i as usize];
+                if o.role == Role::Contains {
+                    continue;
+                }
+                walk.some = true;
+                if o.failed {
+                    walk.failed = true;
+                    continue;
+                }
+                let lexer = &g.lexers[o.lexer as usize];
+                walk.idx.push(i);
+                walk.dfas.push(lexer.dfa);
+                walk.max.push(lexer.max_len.unwrap_or(u64::MAX));
+                walk.states.push(o.state);
+            }
+        } else {
+            for li in f.leaf_start..f.leaf_end {
+                let leaf = st.leaves[li as usize];
+                if let LeafSpec::Object(s) = leaf.spec
+                    && leaf.alive
+                {
+                    walk.idx.push(li);
+                    walk.dfas.push(g.obj_specs[s as usize].key_dfa);
+                    walk.states.push(leaf.key_state);
+                }
+            }
+        }
+        walk.count_matters = walk.is_str && walk.max.iter().any(|&m| m != u64::MAX);
+        walk.path.clear();
+        if walk.learnt_serial != Some(st.lex.serial) || walk.learnt_idx != walk.idx {
+            walk.forget();
+            walk.learnt_serial = Some(st.lex.serial);
+            walk.learnt_idx.clone_from(&walk.idx);
+        }
+        let base = walk.intern(st.lex.core, 0);
+        walk.path.push(base);
+        st.walk.on = true;
+    }
+}

@@ -1,0 +1,237 @@
+//! The runtime: a byte-at-a-time recognizer with a stack of frames and an undo journal.
+//!
+//! A [`Matcher`] parses JSON syntax deterministically and, in step, validates the value being
+//! parsed against every schema that applies to it. Each open container is a *frame*; a frame
+//! holds the value's *obligations* (schemas it must satisfy, each a [`Program`] over *leaves*)
+//! and the leaves' small states (properties seen, item counts). Primitive values are lexed by
+//! DFAs, one per obligation.
+//!
+//! Every mutation is recorded in a journal, so [`Matcher::pop_bytes`] undoes bytes exactly; that
+//! is what a token-mask walk over a vocabulary trie needs (push a byte, look, pop).
+//!
+//! A byte is accepted only if the document can still be valid after it (its *viability*): the
+//! current value must still be able to satisfy its obligations, as combined by the container
+//! formulas above it. Viability is exact for conjunctions and for `anyOf`/`oneOf` alternatives
+//! decided by a property or a type; inside `not` and `oneOf` it errs on the side of accepting, so
+//! there a prefix may turn out to have no valid completion. The final verdict, when a value ends,
+//! is always exact.
+//!
+//! Inside a string or key, [`Matcher::set_lexeme_only`] switches to a lighter walker that keeps
+//! a small stack of lexer states instead of journaling, for walks that stay within the lexeme.
+//!
+//! [`Program`]: crate::compile::Program
+
+mod completion;
+mod decode;
+mod hashing;
+mod keys;
+mod lexeme_walk;
+mod lexemes;
+mod split;
+mod state;
+mod syntax;
+#[cfg(test)]
+mod tests;
+mod viability;
+
+pub use split::LexemeSplit;
+
+use std::sync::Arc;
+
+use crate::grammar::Grammar;
+use lexeme_walk::LexemeWalk;
+use state::{Frame, Lex, LexKind, Mode, NONE, Phase, Role, State, new_obligation};
+
+/// A recognizer for one document, over a shared [`Grammar`].
+///
+/// ```
+/// use schema_compiler::{Grammar, Matcher, Options};
+/// use std::sync::Arc;
+///
+/// let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+/// let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+/// let mut m = Matcher::new(g);
+/// assert!(m.push_bytes(br#"{"n":4"#).is_ok());
+/// assert!(!m.try_push_byte(b'.'), "integers have no fraction in generation mode");
+/// assert!(m.try_push_byte(b'}'));
+/// assert!(m.is_accepting());
+/// m.pop_bytes(1);
+/// assert!(!m.is_accepting());
+/// ```
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    g: Arc<Grammar>,
+    state: State,
+}
+
+impl Matcher {
+    /// A matcher at the start of a document.
+    pub fn new(g: Arc<Grammar>) -> Matcher {
+        let mut m = Matcher {
+            g,
+            state: State::default(),
+        };
+        m.reset();
+        m
+    }
+
+    /// Back to the start of a document.
+    pub fn reset(&mut self) {
+        let st = &mut self.state;
+        st.frames.clear();
+        st.leaves.clear();
+        st.obligations.clear();
+        st.bits.clear();
+        st.keys.clear();
+        st.text.clear();
+        st.items.clear();
+        st.journal.clear();
+        st.marks.clear();
+        st.walk = LexemeWalk::default();
+        st.lex = Lex::default();
+        st.obligations
+            .push(new_obligation(self.g.root, NONE, Role::Root, true));
+        st.frames.push(Frame {
+            mode: Mode::All,
+            slot_mode: Mode::All,
+            slot_end: 1,
+            ..Frame::default()
+        });
+    }
+
+    /// The grammar.
+    pub fn grammar(&self) -> &Arc<Grammar> {
+        &self.g
+    }
+
+    /// Bytes accepted so far (that can be popped).
+    pub fn len(&self) -> usize {
+        self.state.marks.len()
+    }
+
+    /// Whether no byte was accepted yet.
+    pub fn is_empty(&self) -> bool {
+        self.state.marks.is_empty()
+    }
+
+    /// Feeds one byte; returns false (leaving the state unchanged) when the document could not
+    /// be valid after it.
+    #[inline]
+    pub fn try_push_byte(&mut self, b: u8) -> bool {
+        let st = &mut self.state;
+        if st.walk.on {
+            return st.walk_push(&self.g, b);
+        }
+        let mark = st.journal.len() as u32;
+        if st.step(&self.g, b) {
+            st.marks.push(mark);
+            true
+        } else {
+            st.rollback(mark as usize);
+            false
+        }
+    }
+
+    /// Feeds bytes until one is rejected; `Err(i)` is the index of the rejected byte (the bytes
+    /// before it stay accepted).
+    pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {
+        for (i, &b) in bytes.iter().enumerate() {
+            if !self.try_push_byte(b) {
+                return Err(i);
+            }
+        }
+        Ok(())
+    }
+
+    /// Undoes the last `n` accepted bytes (at most [`Matcher::len`]).
+    #[inline]
+    pub fn pop_bytes(&mut self, n: usize) {
+        let st = &mut self.state;
+        if n == 0 {
+            return;
+        }
+        if st.walk.on {
+            let path = &mut st.walk.path;
+            path.truncate(path.len() - n.min(path.len() - 1));
+            return;
+        }
+        let n = n.min(st.marks.len());
+        let at = st.marks.len() - n;
+        let mark = st.marks[at] as usize;
+        st.marks.truncate(at);
+        st.rollback(mark);
+    }
+
+    /// Forgets the undo history (the accepted bytes can no longer be popped). Keeps memory flat
+    /// over long documents.
+    pub fn forget_history(&mut self) {
+        let st = &mut self.state;
+        st.journal.clear();
+        st.marks.clear();
+        if matches!(st.lex.kind, LexKind::Num | LexKind::Lit) {
+            st.text.drain(..st.lex.text_start as usize);
+        } else {
+            st.text.clear();
+        }
+        st.lex.text_start = 0;
+    }
+
+    /// Whether the bytes so far are a complete valid document.
+    pub fn is_accepting(&self) -> bool {
+        let st = &self.state;
+        let g = &*self.g;
+        if st.walk.on || st.frames.len() != 1 {
+            return false;
+        }
+        let doc = &st.frames[0];
+        match doc.phase {
+            Phase::DocEnd => doc.root_ok,
+            Phase::DocValue => {
+                if !matches!(st.lex.kind, LexKind::Num | LexKind::Lit) {
+                    return false;
+                }
+                let syntax = st.primitive_syntax(g);
+                if !g.dfa(syntax).is_final(st.lex.core.syn) {
+                    return false;
+                }
+                st.primitive_result(g, &st.obligations[doc.slot_start as usize])
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether the parser is inside a string value or key.
+    pub fn in_string(&self) -> bool {
+        matches!(self.state.lex.kind, LexKind::Str | LexKind::Key)
+    }
+
+    /// Whether the parser is inside an object key.
+    pub fn in_key(&self) -> bool {
+        self.state.lex.kind == LexKind::Key
+    }
+
+    /// Refuse (or stop refusing) the bytes that would end the current string or key.
+    ///
+    /// While on, only bytes inside the current string or key are accepted, and pushes and pops
+    /// use a light stack of lexer states (they must be balanced before switching off).
+    pub fn set_lexeme_only(&mut self, on: bool) {
+        self.state.set_lexeme_only(&self.g, on);
+    }
+
+    /// A short description of the state, for error messages.
+    pub fn describe(&self) -> String {
+        let st = &self.state;
+        let f = &st.frames[st.top()];
+        format!(
+            "{:?} at depth {} after {} bytes{}",
+            f.phase,
+            f.depth,
+            st.marks.len(),
+            if self.in_string() {
+                " (inside a string)"
+            } else {
+                ""
+            }
+        )
+    }
+}

@@ -1,0 +1,438 @@
+//! What the mask kernel reads from a matcher: the lexeme split and the cache keys.
+//!
+//! [`Matcher::split`] tells the kernel when the current string or key takes every content of a
+//! level up to a budget ([`LexemeSplit`]), so that a precomputed token set can stand in for a
+//! trie walk; [`Matcher::state_key`] and the lexeme key identify states that allow the same
+//! continuations.
+
+use super::Matcher;
+use super::state::{FrameKind, LexKind, Mode, NONE, Role};
+use super::viability::{DeadSinks, every};
+use crate::compile::LeafSpec;
+use crate::dfa::{CONTENT_LEVELS, SPACE_LEVEL, level_is_plain};
+use crate::options::KeyEscapes;
+
+/// The content levels [`Matcher::split`] tries, in order.
+const LEVEL_ORDER: [u8; CONTENT_LEVELS as usize + 1] = [5, 4, 3, 2, 1, SPACE_LEVEL, 0];
+
+/// A lexeme the mask kernel can split the vocabulary on (see [`Matcher::split`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LexemeSplit {
+    /// Inside a string or key that accepts any content of a level (see
+    /// [`crate::dfa::CONTENT_LEVELS`]) up to a length: tokens without `"` spelled in that level
+    /// are allowed exactly when they are JSON string content of at most `budget` code points
+    /// (`None`: unbounded). The budget comes from `maxLength` or from a bounded repetition
+    /// (see [`crate::dfa::Dfa::string_budget`]). Below the top level the other tokens without
+    /// `"` depend only on the lexeme state written into the key, as for [`LexemeSplit::Walk`].
+    StringContent {
+        /// Code points still allowed.
+        budget: Option<u32>,
+        /// The level of content every token spelled in it keeps the string viable.
+        level: u8,
+        /// When the state after the closing quote does not depend on the content before it:
+        /// the range of code points that content may have for the string to close validly.
+        close: Option<(u32, u32)>,
+    },
+    /// Inside a key that accepts any content spelled with only the escapes JSON needs
+    /// ([`crate::KeyEscapes::Needed`]): tokens without `"` are allowed exactly when they are such
+    /// content.
+    KeyContent,
+    /// Inside a string or key whose content is constrained: the tokens without `"` depend only
+    /// on the lexeme state written into the key.
+    Walk,
+}
+
+/// A code-point budget for string content and the closing range, when content is free.
+type UniversalBudget = (Option<u32>, Option<(u32, u32)>);
+
+impl Matcher {
+    /// Whether every string content of `level` (see [`crate::dfa::CONTENT_LEVELS`]) keeps the
+    /// current string or key viable: the code-point budget and, for strings, the closing range
+    /// (see [`LexemeSplit::StringContent`]).
+    fn universal_budget(&self, level: u8) -> Option<UniversalBudget> {
+        let st = &self.state;
+        let g = &*self.g;
+        if st.lex.core.esc != 0 || !g.dfa(g.utf8).is_final(st.lex.core.syn) {
+            return None;
+        }
+        let f = &st.frames[st.top()];
+        let count = st.lex.core.count as u64;
+        let clamp = |x: u64| x.min(u32::MAX as u64) as u32;
+        match st.lex.kind {
+            LexKind::Str => {
+                // Every live obligation must accept all content; failed ones stay failed.
+                let slot = &st.obligations[f.slot_start as usize..f.slot_end as usize];
+                let mut budget: Option<u64> = None;
+                // Where not every obligation must pass: (code points left, slot position).
+                let mut limited: Vec<(u64, usize)> = Vec::new();
+                // Where not every obligation must pass: those that some content fails.
+                let mut narrow: Vec<usize> = Vec::new();
+                let mut all_free = true;
+                let mut live = 0;
+                let mut lo = 0u64;
+                let mut hi = u64::MAX;
+                for (i, o) in slot.iter().enumerate() {
+                    if o.failed {
+                        continue;
+                    }
+                    live += 1;
+                    let lexer = &g.lexers[o.lexer as usize];
+                    let flags = g.universal_flags(lexer.dfa, o.state, level);
+                    all_free &= flags.free;
+                    lo = lo.max(lexer.min_len.saturating_sub(count));
+                    if let Some(m) = lexer.max_len {
+                        hi = hi.min(m.saturating_sub(count));
+                    }
+                    if o.role == Role::Contains || f.slot_mode == Mode::Free {
+                        continue;
+                    }
+                    let exact = || g.dfa(lexer.dfa).string_budget(o.state, level);
+                    let b = match lexer.max_len {
+                        None if flags.live_all => continue,
+                        Some(m) if flags.free => m.saturating_sub(count),
+                        // A bounded repetition: longer content of the level fails it.
+                        None if let Some(e) = exact() => e as u64,
+                        // Some content fails it: only the frame's formula can let that pass.
+                        _ if f.slot_mode != Mode::All => {
+                            narrow.push(i);
+                            continue;
+                        }
+                        _ => return None,
+                    };
+                    if f.slot_mode == Mode::All {
+                        budget = Some(budget.map_or(b, |x| x.min(b)));
+                    } else {
+                        limited.push((b, i));
+                    }
+                }
+                if !limited.is_empty() || !narrow.is_empty() {
+                    budget = self.formula_budget(st.top(), &narrow, &mut limited)?;
+                }
+                // With value hashing the content matters after the quote (`uniqueItems`).
+                // Tokens that close the string are spelled with any unescaped character.
+                let close = (!g.needs_hash
+                    && level_is_plain(level)
+                    && (live == 0 || (f.slot_mode == Mode::All && all_free)))
+                    .then(|| (clamp(lo), clamp(hi)));
+                Some((budget.map(clamp), close))
+            }
+            LexKind::Key => {
+                if f.mode == Mode::Free {
+                    return Some((None, None));
+                }
+                // Leaves whose key language does not take every content (a leaf held to the
+                // schema's order may refuse every key outside its literals).
+                let narrow = |li: u32| {
+                    let leaf = &st.leaves[li as usize];
+                    let LeafSpec::Object(s) = leaf.spec else {
+                        return false;
+                    };
+                    let spec = &g.obj_specs[s as usize];
+                    leaf.alive
+                        && (!spec
+                            .key_levels(g.dfa(spec.key_dfa), leaf.key_state)
+                            .live_at(level)
+                            || !st.nonlit_in_order(g, leaf, spec))
+                };
+                if !(f.leaf_start..f.leaf_end).any(narrow) {
+                    return Some((None, None));
+                }
+                // Content is still free when the frame survives every such leaf dying (a
+                // closed object in one `anyOf` branch beside an open one).
+                let survives = |gone: &dyn Fn(u32) -> bool| {
+                    let dead = DeadSinks {
+                        slot: &[],
+                        dead: &every,
+                        leaves: gone,
+                    };
+                    st.frame_viable_keys(g, st.top(), &dead, false)
+                };
+                if survives(&narrow) {
+                    return Some((None, None));
+                }
+                // Else each such leaf must take an exact budget (`^[a-z]{1,64}$` as property
+                // names), and the content's budget is the least room at which the frame no
+                // longer survives the leaves with that room or less dying.
+                let mut limited: Vec<(u32, u32)> = Vec::new();
+                for li in (f.leaf_start..f.leaf_end).filter(|&li| narrow(li)) {
+                    let leaf = &st.leaves[li as usize];
+                    let LeafSpec::Object(s) = leaf.spec else {
+                        return None;
+                    };
+                    let spec = &g.obj_specs[s as usize];
+                    if !st.nonlit_in_order(g, leaf, spec) {
+                        // What its content may be depends on the literals: walk it.
+                        return None;
+                    }
+                    let room = spec.key_budget(g.dfa(spec.key_dfa), leaf.key_state, level)?;
+                    limited.push((room, li));
+                }
+                limited.sort_unstable();
+                for (k, &(room, _)) in limited.iter().enumerate() {
+                    // Once per room: the leaves with this room die together.
+                    if limited.get(k + 1).is_some_and(|&(r, _)| r == room) {
+                        continue;
+                    }
+                    let gone = |li: u32| limited.iter().any(|&(r, l)| l == li && r <= room);
+                    if !survives(&gone) {
+                        return Some((Some(room), None));
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
+    /// The code points a string may still take in frame `t`, whatever its content, when not
+    /// every obligation of the slot must pass. `narrow` are the obligations some content
+    /// fails: the content is free only if the frame's formula survives them all failing
+    /// (`None` otherwise). `limited` holds the room each length-limited obligation has left:
+    /// longer content fails it, and the budget ends where the formula no longer survives those
+    /// failures (`Some(None)`: it survives them all). Where it ends with some narrow obligation
+    /// in the slot, whether longer content is refused depends on the content: `None`.
+    fn formula_budget(
+        &self,
+        t: usize,
+        narrow: &[usize],
+        limited: &mut [(u64, usize)],
+    ) -> Option<Option<u64>> {
+        let st = &self.state;
+        let f = &st.frames[t];
+        let slot = &st.obligations[f.slot_start as usize..f.slot_end as usize];
+        let survives = |gone: &[(u64, usize)]| {
+            let dead = |i: usize| {
+                slot[i].failed || narrow.contains(&i) || gone.iter().any(|&(_, j)| j == i)
+            };
+            st.frame_viable_keys(&self.g, t, &DeadSinks::some(slot, &dead), false)
+        };
+        if !survives(&[]) {
+            return None;
+        }
+        limited.sort_unstable();
+        let mut k = 0;
+        while k < limited.len() {
+            let room = limited[k].0;
+            let mut e = k;
+            while e < limited.len() && limited[e].0 == room {
+                e += 1;
+            }
+            if !survives(&limited[..e]) {
+                // Longer content fails these obligations, and the formula does not survive
+                // them failing together with every narrow one. But a narrow obligation fails
+                // only on some content: on the rest (the `X` of `"abX"` for `const: "abXYZ"`
+                // beside `const: "ab"`) it lives, and may carry the formula. Whether longer
+                // content is refused then depends on what it is, so there is no budget.
+                return narrow.is_empty().then_some(Some(room));
+            }
+            k = e;
+        }
+        Some(None)
+    }
+
+    /// The lexeme split for the mask kernel, writing the lexeme key for [`LexemeSplit::Walk`].
+    pub fn split(&self, key: &mut Vec<u32>) -> Option<LexemeSplit> {
+        if !self.in_string() {
+            return None;
+        }
+        let top = CONTENT_LEVELS - 1;
+        let is_key = self.state.lex.kind == LexKind::Key;
+        // Largest sets first; the space level beside level 1 has fewer tokens on the
+        // vocabularies at hand (about as many as level 0 with a space in front).
+        let found = LEVEL_ORDER.into_iter().find_map(|level| {
+            let found = self.universal_budget(level)?;
+            // Keys at the top level are spelled with the escapes they may use, a set the
+            // kernel does not count code points in.
+            (!(is_key && level == top && found.0.is_some())).then_some((level, found))
+        });
+        if let Some((level, (budget, close))) = found {
+            if level == top && is_key && self.g.options.key_escapes == KeyEscapes::Needed {
+                return Some(LexemeSplit::KeyContent);
+            }
+            if level != top {
+                key.push(level as u32);
+                self.lexeme_key(key);
+            }
+            return Some(LexemeSplit::StringContent {
+                budget,
+                level,
+                close,
+            });
+        }
+        // With value hashing a string may be ended on trial inside its content (see
+        // `string_end_viable`), which the lexeme state does not capture: walk every token.
+        if self.g.needs_hash && !is_key {
+            return None;
+        }
+        key.push(u32::MAX);
+        self.lexeme_key(key);
+        Some(LexemeSplit::Walk)
+    }
+
+    /// Writes the key of the lexeme state: equal keys accept the same tokens without `"`.
+    fn lexeme_key(&self, key: &mut Vec<u32>) {
+        let st = &self.state;
+        let l = &st.lex;
+        key.extend([l.kind as u32, l.core.esc as u32, l.core.uval, l.core.syn]);
+        let t = st.top();
+        let f = &st.frames[t];
+        if l.kind == LexKind::Str {
+            key.push(f.slot_mode as u32);
+            let mut counted = false;
+            for o in &st.obligations[f.slot_start as usize..f.slot_end as usize] {
+                let lexer = &self.g.lexers[o.lexer as usize];
+                counted |= lexer.max_len.is_some();
+                key.extend([o.role as u32, o.lexer, o.state, o.failed as u32]);
+            }
+            if counted {
+                key.push(l.core.count);
+            }
+        } else {
+            self.frame_key(t, key);
+        }
+    }
+
+    /// Writes the state of frame `t`: header, obligations and leaves, indices made relative.
+    fn frame_key(&self, t: usize, key: &mut Vec<u32>) {
+        let st = &self.state;
+        let f = &st.frames[t];
+        key.extend([
+            f.kind as u32,
+            f.phase as u32,
+            f.newlines as u32 | (f.spaces as u32) << 8,
+            f.mode as u32 | (f.slot_mode as u32) << 4,
+            f.root_ok as u32,
+        ]);
+        let parent_leaf_start = if t > 0 {
+            st.frames[t - 1].leaf_start
+        } else {
+            0
+        };
+        key.push(f.obligations_end - f.obligations_start);
+        for o in &st.obligations[f.obligations_start as usize..f.obligations_end as usize] {
+            key.extend([
+                o.node.0,
+                o.sink.wrapping_sub(parent_leaf_start),
+                o.role as u32,
+                o.prog,
+                o.leaf_base.wrapping_sub(f.leaf_start),
+                o.failed as u32 | (o.result as u32) << 1 | (o.positive as u32) << 2,
+            ]);
+        }
+        key.push(f.leaf_end - f.leaf_start);
+        for leaf in &st.leaves[f.leaf_start as usize..f.leaf_end as usize] {
+            let spec = match leaf.spec {
+                LeafSpec::Object(s) => s << 2,
+                LeafSpec::Array(s) => s << 2 | 1,
+                LeafSpec::KeySeen { leaf, lit } => (leaf << 16 | lit) << 2 | 2,
+            };
+            key.extend([
+                spec,
+                leaf.alive as u32 | (leaf.positive as u32) << 1,
+                leaf.next,
+                leaf.count,
+                leaf.contains,
+                leaf.seen as u32,
+                (leaf.seen >> 32) as u32,
+                leaf.key_state,
+            ]);
+            if leaf.ext != NONE
+                && let LeafSpec::Object(s) = leaf.spec
+            {
+                let words = self.g.obj_specs[s as usize].lits.len().div_ceil(64) - 1;
+                for w in &st.bits[leaf.ext as usize..leaf.ext as usize + words] {
+                    key.extend([*w as u32, (*w >> 32) as u32]);
+                }
+            }
+        }
+        if self.g.needs_hash {
+            key.extend([
+                f.value_hash.0 as u32,
+                (f.value_hash.0 >> 32) as u32,
+                f.value_hash.1 as u32,
+                (f.value_hash.1 >> 32) as u32,
+                f.member_key.0 as u32,
+                f.member_key.1 as u32,
+            ]);
+            for &(d, h) in &st.items[f.items_start as usize..] {
+                if d == f.depth {
+                    key.extend([h.0 as u32, (h.0 >> 32) as u32, h.1 as u32]);
+                }
+            }
+        }
+        if f.kind == FrameKind::Object {
+            let start = key.len();
+            key.push(0);
+            let mut n = 0;
+            for &(d, h) in &st.keys[f.keys_start as usize..] {
+                if d == f.depth {
+                    key.extend([h as u32, (h >> 32) as u32]);
+                    n += 1;
+                }
+            }
+            key[start] = n;
+        }
+    }
+
+    /// Writes a key identifying the current state: equal keys allow exactly the same
+    /// continuations.
+    pub fn state_key(&self, key: &mut Vec<u32>) {
+        let st = &self.state;
+        for t in 0..st.frames.len() {
+            self.frame_key(t, key);
+            let f = &st.frames[t];
+            key.push(f.slot_end - f.slot_start);
+            if t + 1 < st.frames.len() {
+                // The slot is the child's obligations, written with the child.
+                continue;
+            }
+            for o in &st.obligations[f.slot_start as usize..f.slot_end as usize] {
+                key.extend([
+                    o.node.0,
+                    o.sink.wrapping_sub(f.leaf_start),
+                    o.role as u32,
+                    o.lexer,
+                    o.state,
+                    o.failed as u32 | (o.positive as u32) << 1,
+                ]);
+            }
+        }
+        let l = &st.lex;
+        key.extend([l.kind as u32, l.core.esc as u32, l.core.uval, l.core.syn]);
+        if l.kind == LexKind::Num {
+            key.push(l.syntax);
+        }
+        let f = &st.frames[st.top()];
+        if self.g.needs_hash {
+            key.extend([l.hash as u32, (l.hash >> 32) as u32, l.hash2 as u32]);
+            if matches!(l.kind, LexKind::Num | LexKind::Lit) {
+                key.extend(st.lexeme_text().iter().map(|&b| b as u32));
+            }
+        }
+        match l.kind {
+            LexKind::Str => {
+                let counted = st.obligations[f.slot_start as usize..f.slot_end as usize]
+                    .iter()
+                    .any(|o| {
+                        let lexer = &self.g.lexers[o.lexer as usize];
+                        lexer.max_len.is_some() || lexer.min_len > 0
+                    });
+                if counted {
+                    key.push(l.core.count);
+                }
+            }
+            LexKind::Key => {
+                let has_keys = st.keys[f.keys_start as usize..]
+                    .iter()
+                    .any(|&(d, _)| d == f.depth);
+                if has_keys {
+                    key.extend([l.hash as u32, (l.hash >> 32) as u32]);
+                }
+            }
+            LexKind::Num if self.g.options.numbers.any_notation => {
+                key.extend(st.lexeme_text().iter().map(|&b| b as u32));
+            }
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! Unit tests of the matcher: completions, refusals at the first dead byte, escapes, pops and
+//! the pretty layout.
+
+use super::*;
+use crate::Options;
+use crate::options::{KeyEscapes, Whitespace};
+use serde_json::json;
+
+fn complete(schema: serde_json::Value, prefix: &str) -> String {
+    complete_with(&Options::generation(), schema, prefix)
+}
+
+fn complete_with(options: &Options, schema: serde_json::Value, prefix: &str) -> String {
+    let g = Arc::new(Grammar::compile(&schema, options).unwrap());
+    let mut m = Matcher::new(g);
+    m.push_bytes(prefix.as_bytes()).unwrap();
+    let before = m.len();
+    let tail = m.completion(256).expect("a completion");
+    assert_eq!(m.len(), before, "state unchanged");
+    m.push_bytes(&tail).unwrap();
+    assert!(m.is_accepting());
+    String::from_utf8(tail).unwrap()
+}
+
+#[test]
+fn completions_close_what_is_open() {
+    let countries = json!({"type": "array", "items": {"type": "object",
+        "properties": {"name": {"type": "string"}, "continent": {"type": "string"}},
+        "required": ["name", "continent"]}});
+    assert_eq!(
+        complete(countries.clone(), r#"[{"name":"Nig"#),
+        r#"","continent":""}]"#
+    );
+    assert_eq!(
+        complete(
+            countries.clone(),
+            r#"[{"name":"Nigeria","continent":"Africa"},"#
+        ),
+        r#"{"name":"","continent":""}]"#
+    );
+    assert_eq!(complete(countries, "["), "]");
+    let bounded = json!({"type": "object", "properties": {"n": {"type": "integer", "minimum": 10},
+        "s": {"type": "string", "minLength": 3}}, "required": ["n", "s"]});
+    let tail = complete(bounded, "{");
+    assert!(tail.contains("\"n\":1"), "{tail}");
+}
+
+/// Index of the first byte of `text` refused after `prefix` (`None`: all accepted), with
+/// the walker on when `walker`.
+fn refused_at(
+    schema: &serde_json::Value,
+    prefix: &[u8],
+    text: &[u8],
+    walker: bool,
+) -> Option<usize> {
+    let options = Options::generation().key_escapes(KeyEscapes::Any);
+    refused_with(&options, schema, prefix, text, walker)
+}
+
+fn refused_with(
+    options: &Options,
+    schema: &serde_json::Value,
+    prefix: &[u8],
+    text: &[u8],
+    walker: bool,
+) -> Option<usize> {
+    let g = Arc::new(Grammar::compile(schema, options).unwrap());
+    let mut m = Matcher::new(g);
+    m.push_bytes(prefix).unwrap();
+    m.set_lexeme_only(walker);
+    m.push_bytes(text).err()
+}
+
+/// A property's own schema still binds its value when a combinator beside it accepts any
+/// value for that property: `anyOf` of `required` lists has member obligations that never
+/// fail, so "some obligation can pass" is not enough.
+#[test]
+fn a_combinator_beside_properties_does_not_free_their_values() {
+    let schema = json!({"type": "object",
+        "properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}},
+        "allOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}]});
+    for walker in [false, true] {
+        assert_eq!(refused_at(&schema, br#"{"a":"x"#, b" y", walker), Some(0));
+        assert_eq!(refused_at(&schema, br#"{"a":"x"#, b"y", walker), None);
+    }
+    let numbers = json!({"properties": {"n": {"type": "integer", "maximum": 5}},
+        "anyOf": [{"required": ["n"]}, {"required": ["m"]}]});
+    assert_eq!(refused_at(&numbers, br#"{"n":"#, b"12", false), Some(1));
+}
+
+/// A length limit binds in the lexeme split too: free obligations from `dependencies`
+/// beside a `maxLength` property do not make its content unbounded.
+#[test]
+fn a_length_limit_beside_free_obligations_is_left_to_the_walk() {
+    let schema = json!({"properties": {"s": {"type": "string", "maxLength": 3}},
+        "dependencies": {"x": {"not": {"required": ["y"]}}}});
+    let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+    let mut m = Matcher::new(g);
+    m.push_bytes(br#"{"s":"ab"#).unwrap();
+    let split = m.split(&mut Vec::new());
+    assert!(
+        !matches!(split, Some(LexemeSplit::StringContent { budget: None, .. })),
+        "{split:?}"
+    );
+    for walker in [false, true] {
+        assert_eq!(refused_at(&schema, br#"{"s":"ab"#, b"cd", walker), Some(1));
+    }
+}
+
+/// A repeated `enum` string in a `uniqueItems` array is refused at its last content byte
+/// (it can only end there), not left as a dead end before its closing quote; a repeat
+/// that can still grow into another value is not refused early.
+#[test]
+fn a_repeated_enum_string_is_refused_where_it_must_end() {
+    let tags = json!({"type": "array", "uniqueItems": true,
+        "items": {"enum": ["work", "travel", "family"]}});
+    assert_eq!(refused_at(&tags, b"[\"work\",\"", b"travel\"", false), None);
+    assert_eq!(
+        refused_at(&tags, b"[\"work\",\"travel\",\"", b"travel", false),
+        Some(5)
+    );
+    assert_eq!(
+        refused_at(&tags, b"[\"work\",\"travel\",\"", b"trave", false),
+        None
+    );
+    let event = json!({"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"enum": ["work", "travel", "family"]},
+                 "maxItems": 3, "uniqueItems": true}}});
+    assert_eq!(
+        refused_with(
+            &Options::generation(),
+            &event,
+            b"{\"tags\":[\"work\",\"travel\",\"t",
+            b"ravel",
+            false
+        ),
+        Some(4)
+    );
+    let prefixes = json!({"type": "array", "uniqueItems": true,
+        "items": {"enum": ["ab", "abc"]}});
+    assert_eq!(refused_at(&prefixes, b"[\"ab\",\"", b"ab", false), None);
+    assert_eq!(
+        refused_at(&prefixes, b"[\"ab\",\"", b"ab\"", false),
+        Some(2)
+    );
+    assert_eq!(refused_at(&prefixes, b"[\"ab\",\"", b"abc\"]", false), None);
+}
+
+/// What only the end of a literal decides is checked as soon as the literal is known
+/// (from its first letter); the first item of an array counts against `maxItems` when it
+/// starts.
+#[test]
+fn literals_and_first_items_are_checked_when_they_start() {
+    let unique = json!({"uniqueItems": true});
+    assert_eq!(refused_at(&unique, b"[null,", b"n", false), Some(0));
+    assert_eq!(refused_at(&unique, b"[null,", b"true", false), None);
+    let none = json!({"contains": true, "minContains": 0, "maxContains": 0});
+    assert_eq!(refused_at(&none, b"[", b"f", false), Some(0));
+    let empty = json!({"maxItems": 0});
+    assert_eq!(refused_at(&empty, b"[", b"1", false), Some(0));
+    assert_eq!(refused_at(&empty, b"[", b"[", false), Some(0));
+    assert_eq!(refused_at(&empty, b"[", b"]", false), None);
+    let room = json!({"contains": {"const": 4}, "maxItems": 1});
+    assert_eq!(refused_at(&room, b"[", b"null", false), Some(0));
+    assert_eq!(refused_at(&room, b"[", b"4]", false), None);
+}
+
+#[test]
+fn escapes_start_only_when_some_code_point_can_follow() {
+    let closed = json!({"type": "object", "properties": {"ab": {"type": "integer"}},
+        "required": ["ab"], "additionalProperties": false});
+    let one_char = json!({"const": "é"});
+    let letters = json!({"type": "string", "pattern": "^[a-z]+$"});
+    let astral = json!({"const": "😀"});
+    let short = json!({"type": "string", "maxLength": 1});
+    for walker in [false, true] {
+        let at = |schema: &serde_json::Value, prefix: &str, text: &str| {
+            refused_at(schema, prefix.as_bytes(), text.as_bytes(), walker)
+        };
+        assert_eq!(at(&closed, "{\"", r"\u0061b"), None);
+        assert_eq!(
+            at(&closed, "{\"", r"\uf"),
+            Some(2),
+            "no key starts in U+F000.."
+        );
+        assert_eq!(at(&closed, "{\"", r"\u0062"), Some(5));
+        assert_eq!(at(&closed, "{\"", r"\n"), Some(1));
+        assert_eq!(at(&closed, "{\"ab", r"\"), Some(0), "the key can only end");
+        assert_eq!(at(&one_char, "\"", r"\u00e9"), None);
+        assert_eq!(at(&one_char, "\"", r"\u00e8"), Some(5));
+        assert_eq!(at(&letters, "\"", r"\u006"), None);
+        assert_eq!(at(&letters, "\"", r"\u00e"), Some(4));
+        assert_eq!(at(&letters, "\"", r"\t"), Some(1));
+        assert_eq!(at(&astral, "\"", r"\uD83D\uDE00"), None);
+        assert_eq!(at(&astral, "\"", r"\uD83E"), Some(5));
+        assert_eq!(at(&astral, "\"", r"\uD83D\uDE01"), Some(11));
+        assert_eq!(at(&astral, "\"", r"\u0"), Some(2));
+        assert_eq!(at(&short, "\"a", r"\"), Some(0), "maxLength 1 is used up");
+        let any = json!({"type": "string"});
+        assert_eq!(
+            refused_at(&any, b"\"\xC3", b"\\", walker),
+            Some(0),
+            "an escape cannot start inside a character"
+        );
+    }
+}
+
+#[test]
+fn pops_restore_the_text_of_an_unfinished_number() {
+    let unique = json!({"type": "array", "items": {"type": "number"}, "uniqueItems": true});
+    let g = Arc::new(Grammar::compile(&unique, &Options::generation()).unwrap());
+    let mut m = Matcher::new(g);
+    m.push_bytes(b"[3,2").unwrap();
+    let mut before = Vec::new();
+    m.state_key(&mut before);
+    m.push_bytes(b",3").unwrap();
+    m.pop_bytes(2);
+    let mut after = Vec::new();
+    m.state_key(&mut after);
+    assert_eq!(before, after, "the state key is restored");
+    assert_eq!(m.push_bytes(b",3,"), Err(2), "3 is a duplicate; 2 is not");
+    m.pop_bytes(2);
+    assert_eq!(m.push_bytes(b",2,"), Err(2), "2 is a duplicate");
+    m.pop_bytes(2);
+    m.forget_history();
+    assert_eq!(m.push_bytes(b"0]"), Ok(()), "20 is new");
+    assert!(m.is_accepting());
+}
+
+#[test]
+fn generated_keys_escape_only_what_json_needs() {
+    let closed = json!({"type": "object", "properties": {"ab": {"type": "integer"}},
+        "additionalProperties": false});
+    let free = json!({"type": "object"});
+    let options = Options::generation();
+    for walker in [false, true] {
+        let at = |schema: &serde_json::Value, text: &str| {
+            refused_with(&options, schema, b"{\"", text.as_bytes(), walker)
+        };
+        assert_eq!(at(&closed, r"\"), Some(0), "`a` is written as itself");
+        assert_eq!(at(&closed, "ab"), None);
+        assert_eq!(at(&free, r#"\"\\\n\t\u001f"#), None);
+        assert_eq!(at(&free, r"\/"), Some(1));
+        assert_eq!(at(&free, r"\u0020"), Some(4));
+        assert_eq!(at(&free, r"\u00e9"), Some(4));
+        assert_eq!(at(&free, r"\u1"), Some(2));
+    }
+    let value = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    let text = br#"a":"\u00e9\/"#;
+    assert_eq!(
+        refused_with(&options, &value, b"{\"", text, false),
+        None,
+        "values keep every escape"
+    );
+}
+
+fn pretty() -> Options {
+    Options::generation().whitespace(Whitespace::Pretty)
+}
+
+/// Whether `text` is accepted as a whole document.
+fn accepts(g: &Arc<Grammar>, text: &str) -> bool {
+    let mut m = Matcher::new(g.clone());
+    m.push_bytes(text.as_bytes()).is_ok() && m.is_accepting()
+}
+
+/// `text` with one whitespace byte inserted at, or removed from, each position outside
+/// strings where that changes it.
+fn respaced(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let (mut in_str, mut esc) = (false, false);
+    for (i, c) in text.char_indices() {
+        if !in_str {
+            for ws in [" ", "\n", "\t", "\r"] {
+                out.push(format!("{}{ws}{}", &text[..i], &text[i..]));
+            }
+            if c.is_ascii_whitespace() {
+                out.push(format!("{}{}", &text[..i], &text[i + 1..]));
+            }
+        }
+        match c {
+            _ if esc => esc = false,
+            '\\' if in_str => esc = true,
+            '"' => in_str = !in_str,
+            _ => {}
+        }
+    }
+    for ws in [" ", "\n"] {
+        out.push(format!("{text}{ws}"));
+    }
+    out
+}
+
+#[test]
+fn pretty_accepts_exactly_the_pretty_spelling() {
+    let schema = json!({"type": "object", "properties": {
+        "a": {"type": "array", "items": {"type": ["integer", "object", "array"]}},
+        "b": {"type": "object"}, "c": {"type": "string"}, "d": {"type": "boolean"}}});
+    let g = Arc::new(Grammar::compile(&schema, &pretty()).unwrap());
+    let compact = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+    for value in [
+        json!({}),
+        json!({"a": []}),
+        json!({"a": [1, {}, [], [[2]], {"k": [true]}], "b": {"x": {"y": null}}}),
+        json!({"c": "a b\n:,{", "d": false, "b": {}}),
+    ] {
+        let text = serde_json::to_string_pretty(&value).unwrap();
+        assert!(accepts(&g, &text), "{text}");
+        let min = serde_json::to_string(&value).unwrap();
+        assert!(accepts(&compact, &min), "{min}");
+        assert_eq!(accepts(&g, &min), text == min, "{min} under pretty");
+        assert_eq!(
+            accepts(&compact, &text),
+            text == min,
+            "{text} under compact"
+        );
+        for other in respaced(&text) {
+            assert!(!accepts(&g, &other), "{other:?} under pretty");
+        }
+        for other in respaced(&min) {
+            assert!(!accepts(&compact, &other), "{other:?} under compact");
+        }
+    }
+}
+
+/// A line break after a member or item commits to closing the container, one after `{`
+/// or `[` to a first member or item: it is refused where that cannot follow.
+#[test]
+fn pretty_line_breaks_lead_only_where_the_document_can_go() {
+    let refused = |schema: serde_json::Value, prefix: &str| {
+        let g = Arc::new(Grammar::compile(&schema, &pretty()).unwrap());
+        let mut m = Matcher::new(g);
+        m.push_bytes(prefix.as_bytes()).unwrap();
+        !m.try_push_byte(b'\n')
+    };
+    let required = json!({"type": "object", "required": ["a", "b"],
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}});
+    assert!(refused(required.clone(), "{\n  \"a\": 1"), "b is missing");
+    assert!(!refused(required.clone(), "{\n  \"a\": 1,\n  \"b\": 2"));
+    assert!(refused(required, "{\n  \"b\": 2"), "a is missing");
+    let empty = json!({"type": "object", "additionalProperties": false});
+    assert!(refused(empty, "{"), "no member can follow");
+    assert!(refused(json!({"type": "array", "maxItems": 0}), "["));
+    assert!(!refused(json!({"type": "array", "maxItems": 1}), "["));
+    let two = json!({"type": "array", "minItems": 2});
+    assert!(refused(two.clone(), "[\n  1"), "a second item is needed");
+    assert!(!refused(two, "[\n  1,\n  2"));
+}
+
+#[test]
+fn pretty_completions_are_pretty() {
+    let countries = json!({"type": "array", "items": {"type": "object",
+        "properties": {"name": {"type": "string"}, "n": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1}},
+        "required": ["name", "n", "tags"]}});
+    let full = json!([{"name": "Nigeria", "n": 12, "tags": ["x"]}, {"name": "", "n": 0,
+        "tags": [""]}]);
+    let text = serde_json::to_string_pretty(&full).unwrap();
+    for cut in 0..text.len() {
+        let head = &text[..cut];
+        let tail = complete_with(&pretty(), countries.clone(), head);
+        let whole = format!("{head}{tail}");
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&whole).is_ok(),
+            "{whole}"
+        );
+        assert_eq!(
+            whole,
+            crate::json_text::pretty(&whole, 2),
+            "completed after {head:?}"
+        );
+    }
+    assert_eq!(
+        complete_with(&pretty(), countries, "[\n  {"),
+        "\n    \"name\": \"\",\n    \"n\": 0,\n    \"tags\": [\n      \"\"\n    ]\n  }\n]"
+    );
+}
