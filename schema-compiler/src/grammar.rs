@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::compile::{ArrSpec, Builder, DfaId, Lexer, LexerId, ObjSpec, Program, ValueTemplate};
+use crate::build::Builder;
 use crate::dfa::Dfa;
 use crate::error::CompileError;
 use crate::ir::{Lowering, NodeId};
 use crate::options::Options;
 use crate::report::CompileReport;
+use crate::tables::{ArrSpec, DfaId, Lexer, LexerId, ObjSpec, Program, ValueTemplate};
 
 /// A JSON Schema compiled to a byte-level automaton.
 ///
@@ -85,47 +86,7 @@ impl Compiler {
         let root = low.lower_root()?;
         let mut b = Builder::new(&self.options, low)?;
         b.build_templates(root)?;
-        let utf8 = b.utf8_id();
-        let number_syntax = b.number_syntax_id();
-        let canonical_syntax = b.canonical_id();
-        let literal_syntax = b.literal_syntax_id()?;
-        let n = b.low.nodes.len();
-        let mut templates = vec![None; n];
-        for (id, t) in b.templates.drain() {
-            templates[id.0 as usize] = Some(t);
-        }
-        let min_chars = b
-            .dfas
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let needed = b
-                    .lexers
-                    .iter()
-                    .any(|l| l.dfa as usize == i && l.max_len.is_some());
-                needed.then(|| d.min_chars_to_final().into_boxed_slice())
-            })
-            .collect();
-        let needs_hash = b.arr_specs.iter().any(|a| a.unique);
-        let canonical_live = canonical_live(&b, &templates, number_syntax, canonical_syntax);
-        Ok(Grammar {
-            options: self.options.clone(),
-            dfas: b.dfas,
-            min_chars,
-            lexers: b.lexers,
-            programs: b.programs,
-            obj_specs: b.obj_specs,
-            arr_specs: b.arr_specs,
-            templates,
-            root,
-            report: CompileReport { notes: b.low.notes },
-            utf8,
-            number_syntax,
-            canonical_syntax,
-            literal_syntax,
-            canonical_live,
-            needs_hash,
-        })
+        b.into_grammar(root)
     }
 }
 
@@ -192,41 +153,3 @@ impl Grammar {
 
 /// Every byte a number is spelled with.
 pub(crate) const NUMBER_BYTES: &[u8] = b"-+.0123456789eE";
-
-/// See [`Grammar::canonical_live`]: one table per distinct lexer DFA met in number position.
-fn canonical_live(
-    b: &Builder<'_>,
-    templates: &[Option<ValueTemplate>],
-    number_syntax: DfaId,
-    canonical_syntax: DfaId,
-) -> Vec<Option<Arc<[u32]>>> {
-    let mut out = vec![None; b.lexers.len()];
-    if canonical_syntax == number_syntax {
-        return out;
-    }
-    let canonical = &b.dfas[canonical_syntax as usize];
-    let mut by_dfa: HashMap<DfaId, Arc<[u32]>> = HashMap::new();
-    for t in templates.iter().flatten() {
-        let lexer = t.lexers[crate::compile::Kind::Number as usize];
-        let l = &b.lexers[lexer as usize];
-        let dfa = &b.dfas[l.dfa as usize];
-        if out[lexer as usize].is_some() || l.dfa == number_syntax || dfa.is_empty() {
-            continue;
-        }
-        let table = by_dfa
-            .entry(l.dfa)
-            .or_insert_with(|| canonical.co_distance(dfa, NUMBER_BYTES).into());
-        out[lexer as usize] = Some(table.clone());
-    }
-    out
-}
-
-impl Builder<'_> {
-    pub(crate) fn utf8_id(&self) -> DfaId {
-        self.universe_id(3)
-    }
-
-    pub(crate) fn number_syntax_id(&self) -> DfaId {
-        self.universe_id(2)
-    }
-}

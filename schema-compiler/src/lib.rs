@@ -75,7 +75,7 @@
 //! emptied when a new DFA would take it past that; grammars keep the DFAs they hold (`Arc`).
 #![warn(missing_docs)]
 
-mod compile;
+mod build;
 pub mod dfa;
 mod error;
 mod grammar;
@@ -84,6 +84,7 @@ pub mod json_text;
 mod matcher;
 mod options;
 mod report;
+mod tables;
 pub mod text;
 
 pub use error::CompileError;

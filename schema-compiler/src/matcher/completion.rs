@@ -3,16 +3,16 @@
 
 use super::Matcher;
 use super::state::{FrameKind, LexKind, Phase, Role};
-use crate::compile::{EMPTY_LEXER, Kind, LeafSpec};
 use crate::dfa::{DEAD, NO_PATH};
 use crate::grammar::NUMBER_BYTES;
 use crate::options::Whitespace;
+use crate::tables::{EMPTY_LEXER, Kind, LeafSpec};
 
 /// The first byte of a shortest path from key-DFA `state` to the literal `lit`
 /// (`Some(None)`: `state` is that literal already; `None`: unreachable).
 pub(super) fn toward_literal(
     dfa: &crate::dfa::Dfa,
-    spec: &crate::compile::ObjSpec,
+    spec: &crate::tables::ObjSpec,
     state: u32,
     lit: u32,
 ) -> Option<Option<u8>> {

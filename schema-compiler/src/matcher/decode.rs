@@ -7,10 +7,10 @@
 use std::sync::Arc;
 
 use super::state::Core;
-use crate::compile::DfaId;
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
 use crate::options::KeyEscapes;
+use crate::tables::DfaId;
 
 /// What one byte of a string does.
 pub(super) enum Decoded {

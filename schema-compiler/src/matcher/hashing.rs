@@ -4,8 +4,8 @@
 //! in any order and arrays their items in order. Only grammars with `uniqueItems`
 //! ([`Grammar::needs_hash`](crate::grammar::Grammar)) pay for it.
 
-use crate::compile::LeafSpec;
 use crate::grammar::Grammar;
+use crate::tables::LeafSpec;
 use crate::text::decimal::Decimal;
 
 use super::state::{Frame, FrameKind, LexKind, State, Undo};

@@ -7,9 +7,9 @@
 
 use super::hashing::{TAG_STR, fin};
 use super::state::{Leaf, Lex, LexKind, NONE, Phase, Role, State, Undo, new_obligation};
-use crate::compile::{LeafSpec, ObjSpec};
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
+use crate::tables::{LeafSpec, ObjSpec};
 
 impl State {
     pub(super) fn key_start(&mut self, g: &Grammar) -> bool {

@@ -7,9 +7,9 @@
 use super::decode::{Decoded, decode, feed_core, needed_only};
 use super::state::{Core, LexKind, Mode, Role, State};
 use super::viability::DeadSinks;
-use crate::compile::{DfaId, LeafSpec};
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
+use crate::tables::{DfaId, LeafSpec};
 
 /// A walk node's successor not worked out yet.
 pub(super) const UNSEEN: u32 = u32::MAX;

@@ -7,9 +7,9 @@
 use super::decode::{Decoded, decode, feed_core, needed_only};
 use super::hashing::{FNV0, HASH2_SEED, fnv, hash2_step};
 use super::state::{Core, Lex, LexKind, Mode, Obligation, Role, State, Undo};
-use crate::compile::{DfaId, LeafSpec};
 use crate::dfa::{DEAD, NO_PATH};
 use crate::grammar::Grammar;
+use crate::tables::{DfaId, LeafSpec};
 use crate::text::decimal::Decimal;
 
 impl State {

@@ -19,7 +19,7 @@
 //! Inside a string or key, [`Matcher::set_lexeme_only`] switches to a lighter walker that keeps
 //! a small stack of lexer states instead of journaling, for walks that stay within the lexeme.
 //!
-//! [`Program`]: crate::compile::Program
+//! [`Program`]: crate::tables::Program
 
 mod completion;
 mod decode;

@@ -8,9 +8,9 @@
 use super::Matcher;
 use super::state::{FrameKind, LexKind, Mode, NONE, Role};
 use super::viability::{DeadSinks, every};
-use crate::compile::LeafSpec;
 use crate::dfa::{CONTENT_LEVELS, SPACE_LEVEL, level_is_plain};
 use crate::options::KeyEscapes;
+use crate::tables::LeafSpec;
 
 /// The content levels [`Matcher::split`] tries, in order.
 const LEVEL_ORDER: [u8; CONTENT_LEVELS as usize + 1] = [5, 4, 3, 2, 1, SPACE_LEVEL, 0];

@@ -8,9 +8,9 @@
 use super::decode::EscapeMemo;
 use super::hashing::Hash2;
 use super::lexeme_walk::LexemeWalk;
-use crate::compile::{DfaId, EMPTY_LEXER, LeafSpec, LexerId};
 use crate::dfa::DEAD;
 use crate::ir::NodeId;
+use crate::tables::{DfaId, EMPTY_LEXER, LeafSpec, LexerId};
 
 pub(super) const NONE: u32 = u32::MAX;
 
@@ -114,7 +114,7 @@ pub(super) struct Obligation {
     pub(super) failed: bool,
     pub(super) result: bool,
     /// The document can only lose by this obligation failing: every formula above it is
-    /// monotone in it (see [`crate::compile::Program::positive`]). Only then may the value
+    /// monotone in it (see [`crate::tables::Program::positive`]). Only then may the value
     /// be held to an order of its members, which narrows what it accepts.
     pub(super) positive: bool,
 }

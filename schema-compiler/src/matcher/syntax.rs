@@ -10,10 +10,10 @@ use super::state::{
     Core, Frame, FrameKind, Leaf, Lex, LexKind, Mode, NONE, Phase, Role, State, Undo,
     new_obligation,
 };
-use crate::compile::{EMPTY_LEXER, Kind, LeafSpec};
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
 use crate::options::Whitespace;
+use crate::tables::{EMPTY_LEXER, Kind, LeafSpec};
 
 /// Under [`Whitespace::Pretty`]: the indentation, in spaces, after the line break of the gap
 /// frame `f` is in (`None`: the gap has no line break). After `{`, `[` and `,` the break leads

@@ -1,14 +1,14 @@
 //! Viability: whether the document can still become valid, from the obligations of each frame.
 //!
-//! An obligation's program is a formula over leaves ([`crate::compile::Program`]); each leaf
+//! An obligation's program is a formula over leaves ([`crate::tables::Program`]); each leaf
 //! says whether it can still pass and whether it can still fail ([`PassFail`]), and the
 //! formula combines them. The slot's [`Mode`] says how the current member's or item's
 //! obligations decide: all of them, any of them, or none (the frame survives their failing).
 
 use super::state::{Core, Frame, FrameKind, LexKind, Mode, NONE, Obligation, Phase, Role, State};
-use crate::compile::{LeafSpec, Op};
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
+use crate::tables::{LeafSpec, Op};
 
 /// One (can pass, can fail) pair per formula value.
 pub(super) type PassFail = (bool, bool);

@@ -1,0 +1,484 @@
+//! From schema nodes to the grammar: lexeme DFAs for primitive values, programs for containers.
+//!
+//! For each schema node that some value must satisfy, and each JSON type the value may turn
+//! out to have, the compiler derives a *template*:
+//!
+//! - for strings, numbers, booleans and null, a [`Lexer`](crate::tables::Lexer): one DFA for the whole value (the
+//!   node's own keywords, `allOf`, `anyOf`, `oneOf`, `not` and `if`/`then`/`else` all folded in
+//!   by DFA products), plus, for strings, a code-point counter for `minLength`/`maxLength` and,
+//!   in any-notation mode, an exact numeric check run when a number ends;
+//! - for objects and arrays, a [`Program`](crate::tables::Program): a boolean formula over *leaves*, each leaf the
+//!   object or array keywords of one schema ([`ObjSpec`](crate::tables::ObjSpec), [`ArrSpec`](crate::tables::ArrSpec)) that the runtime tracks
+//!   with a little state of its own (properties seen, item counts).
+//!
+//! Templates are computed once, at compile time, for every node reachable as a value.
+
+//!
+//! | file | what it owns |
+//! | --- | --- |
+//! | `mod.rs` | the [`Builder`]: DFA bookkeeping (regexes, patterns, products, limits) and [`Builder::into_grammar`] |
+//! | `languages.rs` | the language of a node for one primitive kind: keywords, `enum`, `multipleOf` and boolean combinations as DFAs |
+//! | `programs.rs` | formulas over object and array leaves ([`ObjSpec`](crate::tables::ObjSpec), [`ArrSpec`](crate::tables::ArrSpec)), flattened to programs, and the templates |
+
+mod languages;
+mod programs;
+
+use crate::dfa::{Dfa, DfaError, DfaLimits};
+use crate::error::CompileError;
+use crate::grammar::{Grammar, NUMBER_BYTES};
+use crate::ir::{Bound, Lowering, Node, NodeId, TypeSet};
+use crate::options::Options;
+use crate::report::CompileReport;
+use crate::tables::{ArrSpec, DfaId, Kind, Lexer, NumExpr, ObjSpec, Program, ValueTemplate};
+use crate::text::ecma;
+use crate::text::numeric::{self, NumberSpec};
+use programs::Expr;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// Facts about the run-time kinds that only the builder needs.
+impl Kind {
+    fn type_bit(self) -> u8 {
+        match self {
+            Kind::Null => TypeSet::NULL,
+            Kind::Boolean => TypeSet::BOOLEAN,
+            Kind::Number => TypeSet::NUMBER | TypeSet::INTEGER,
+            Kind::String => TypeSet::STRING,
+            Kind::Array => TypeSet::ARRAY,
+            Kind::Object => TypeSet::OBJECT,
+        }
+    }
+
+    fn is_primitive(self) -> bool {
+        matches!(
+            self,
+            Kind::Null | Kind::Boolean | Kind::Number | Kind::String
+        )
+    }
+}
+
+impl NumExpr {
+    fn and(a: NumExpr, b: NumExpr) -> NumExpr {
+        match (a, b) {
+            (NumExpr::True, x) | (x, NumExpr::True) => x,
+            (NumExpr::False, _) | (_, NumExpr::False) => NumExpr::False,
+            (NumExpr::And(mut xs), NumExpr::And(ys)) => {
+                xs.extend(ys);
+                NumExpr::And(xs)
+            }
+            (NumExpr::And(mut xs), y) => {
+                xs.push(y);
+                NumExpr::And(xs)
+            }
+            (x, y) => NumExpr::And(vec![x, y]),
+        }
+    }
+}
+
+/// A language under construction, for one primitive kind.
+#[derive(Clone)]
+struct Lang {
+    dfa: DfaId,
+    min: u64,
+    max: Option<u64>,
+    check: Option<NumExpr>,
+}
+
+/// Compiles lowered nodes into grammar tables.
+pub struct Builder<'o> {
+    options: &'o Options,
+    low: Lowering<'o>,
+    dfas: Vec<Arc<Dfa>>,
+    dfa_by_regex: HashMap<String, DfaId>,
+    op_memo: HashMap<(u8, DfaId, DfaId), DfaId>,
+    lexers: Vec<Lexer>,
+    programs: Vec<Program>,
+    obj_specs: Vec<ObjSpec>,
+    arr_specs: Vec<ArrSpec>,
+    templates: HashMap<NodeId, ValueTemplate>,
+    lang_memo: HashMap<(NodeId, Kind), Lang>,
+    in_progress: HashSet<(NodeId, Kind)>,
+    expr_memo: HashMap<(NodeId, Kind), Expr>,
+    obj_spec_memo: HashMap<NodeId, u32>,
+    arr_spec_memo: HashMap<NodeId, u32>,
+    and_memo: HashMap<Vec<NodeId>, NodeId>,
+    /// Universe DFAs per primitive kind.
+    universe: [DfaId; 4],
+    /// Plain notation (no exponent): every number spelled one way only, `canonical`; see
+    /// [`numeric::canonical_number_language`]. Where numbers are written in plain notation
+    /// (not `any_notation`), complements and `oneOf` are taken within it.
+    canonical: DfaId,
+    empty: DfaId,
+    total_states: usize,
+    /// Nodes whose templates are still to be built.
+    pending: Vec<NodeId>,
+}
+
+impl<'o> Builder<'o> {
+    pub fn new(options: &'o Options, low: Lowering<'o>) -> Result<Self, CompileError> {
+        let mut b = Builder {
+            options,
+            low,
+            dfas: Vec::new(),
+            dfa_by_regex: HashMap::default(),
+            op_memo: HashMap::default(),
+            lexers: Vec::new(),
+            programs: Vec::new(),
+            obj_specs: Vec::new(),
+            arr_specs: Vec::new(),
+            templates: HashMap::default(),
+            lang_memo: HashMap::default(),
+            in_progress: HashSet::default(),
+            expr_memo: HashMap::default(),
+            obj_spec_memo: HashMap::default(),
+            arr_spec_memo: HashMap::default(),
+            and_memo: HashMap::default(),
+            universe: [0; 4],
+            canonical: 0,
+            empty: 0,
+            total_states: 0,
+            pending: Vec::new(),
+        };
+        b.empty = b.add_dfa(Dfa::empty(), "#")?;
+        b.lexers.push(Lexer {
+            dfa: b.empty,
+            min_len: 0,
+            max_len: None,
+            check: None,
+        });
+        let n = options.numbers;
+        let number_syntax = NumberSpec {
+            integer: false,
+            lower: None,
+            upper: None,
+            max_int_digits: n.max_int_digits,
+            max_frac_digits: n.max_frac_digits,
+            exponent: true,
+            max_exp_digits: n.max_exp_digits,
+        };
+        let num_re =
+            numeric::number_language(&number_syntax).map_err(|e| CompileError::Invalid {
+                keyword: "type".into(),
+                pointer: "#".into(),
+                reason: e.to_string(),
+            })?;
+        b.universe = [
+            b.regex_dfa("null", "#")?,
+            b.regex_dfa("true|false", "#")?,
+            b.regex_dfa(&num_re, "#")?,
+            b.regex_dfa("(?s:.*)", "#")?,
+        ];
+        b.canonical = if n.any_notation {
+            b.universe[2]
+        } else {
+            let re = numeric::canonical_number_language(n.max_int_digits, n.max_frac_digits);
+            b.regex_dfa(&re, "#")?
+        };
+        Ok(b)
+    }
+
+    fn limits(&self) -> DfaLimits {
+        DfaLimits {
+            max_states: self.options.limits.max_dfa_states,
+            regex_bytes: self.options.limits.max_regex_bytes,
+        }
+    }
+
+    fn dfa_error(&self, e: DfaError, loc: &str, what: &str) -> CompileError {
+        match e {
+            DfaError::Regex(msg) => CompileError::Invalid {
+                keyword: what.into(),
+                pointer: loc.into(),
+                reason: msg,
+            },
+            DfaError::Limit(msg) => CompileError::Limit {
+                limit: "max_dfa_states",
+                pointer: loc.into(),
+                detail: format!("{what}: {msg}"),
+            },
+        }
+    }
+
+    fn add_dfa(&mut self, dfa: Dfa, loc: &str) -> Result<DfaId, CompileError> {
+        self.total_states += dfa.num_states();
+        if self.total_states > self.options.limits.max_total_dfa_states {
+            return Err(CompileError::Limit {
+                limit: "max_total_dfa_states",
+                pointer: loc.into(),
+                detail: format!(
+                    "lexeme automata exceed {} states in total",
+                    self.options.limits.max_total_dfa_states
+                ),
+            });
+        }
+        self.dfas.push(Arc::new(dfa));
+        Ok(self.dfas.len() as DfaId - 1)
+    }
+
+    fn regex_dfa(&mut self, re: &str, loc: &str) -> Result<DfaId, CompileError> {
+        if let Some(&id) = self.dfa_by_regex.get(re) {
+            return Ok(id);
+        }
+        let dfa = crate::dfa::cached_regex(re, self.limits())
+            .map_err(|e| self.dfa_error(e, loc, "regex"))?;
+        self.total_states += dfa.num_states();
+        if self.total_states > self.options.limits.max_total_dfa_states {
+            return Err(CompileError::Limit {
+                limit: "max_total_dfa_states",
+                pointer: loc.into(),
+                detail: format!(
+                    "lexeme automata exceed {} states in total",
+                    self.options.limits.max_total_dfa_states
+                ),
+            });
+        }
+        self.dfas.push(dfa);
+        let id = self.dfas.len() as DfaId - 1;
+        self.dfa_by_regex.insert(re.to_string(), id);
+        Ok(id)
+    }
+
+    /// The DFA of the strings in which the `pattern` `p` finds a match. Lookaheads right
+    /// after a leading `^` (`^(?!X)R`) become a difference with, or an intersection with, the
+    /// strings that start with a match of `X` (see [`ecma::split_leading_lookaheads`]).
+    fn pattern_dfa(&mut self, p: &str, loc: &str) -> Result<DfaId, CompileError> {
+        let Some(split) = ecma::split_leading_lookaheads(p) else {
+            return self.pattern_part_dfa(p, p, loc);
+        };
+        let mut d = self.pattern_part_dfa(&split.rest, p, loc)?;
+        for (negative, look) in &split.lookaheads {
+            let x = self.pattern_part_dfa(look, p, loc)?;
+            d = self.dfa_op(if *negative { 2 } else { 0 }, d, x, loc)?;
+        }
+        Ok(d)
+    }
+
+    /// The DFA of one pattern without lookaheads (`part`, taken from the schema's `whole`).
+    fn pattern_part_dfa(
+        &mut self,
+        part: &str,
+        whole: &str,
+        loc: &str,
+    ) -> Result<DfaId, CompileError> {
+        let re = ecma::pattern_language(part).map_err(|e| {
+            let reason = format!("{e} in /{part}/");
+            if matches!(e, ecma::PatternError::Unsupported { .. }) {
+                CompileError::Unsupported {
+                    keyword: "pattern".into(),
+                    pointer: loc.into(),
+                    reason,
+                }
+            } else {
+                CompileError::Invalid {
+                    keyword: "pattern".into(),
+                    pointer: loc.into(),
+                    reason,
+                }
+            }
+        })?;
+        self.regex_dfa(&re, loc).map_err(|e| match e {
+            CompileError::Invalid { reason, .. } => CompileError::Unsupported {
+                keyword: "pattern".into(),
+                pointer: loc.into(),
+                reason: format!("/{whole}/ cannot be compiled to a DFA: {reason}"),
+            },
+            other => other,
+        })
+    }
+
+    /// A DFA operation, memoized. `op`: 0 intersect, 1 union, 2 difference.
+    fn dfa_op(&mut self, op: u8, a: DfaId, b: DfaId, loc: &str) -> Result<DfaId, CompileError> {
+        if a == b {
+            return Ok(match op {
+                0 | 1 => a,
+                _ => self.empty,
+            });
+        }
+        // Every string DFA takes UTF-8 text only (regexes are compiled in UTF-8 mode and the
+        // operations keep to their operands), so the string universe, `(?s:.*)`, is neutral
+        // for intersection and absorbing for union. This spares a product of a large format
+        // DFA (`date-time` has over 20,000 states) with it on every use.
+        let text = self.universe[Kind::String as usize];
+        if text != self.empty {
+            match op {
+                0 if a == text => return Ok(b),
+                0 if b == text => return Ok(a),
+                1 if a == text || b == text => return Ok(text),
+                2 if b == text => return Ok(self.empty),
+                _ => {}
+            }
+        }
+        let (x, y) = if op == 2 || a < b { (a, b) } else { (b, a) };
+        if let Some(&r) = self.op_memo.get(&(op, x, y)) {
+            return Ok(r);
+        }
+        let (da, db) = (self.dfas[x as usize].clone(), self.dfas[y as usize].clone());
+        let r = if op == 0 && (da.is_empty() || db.is_empty()) {
+            self.empty
+        } else if op == 1 && da.is_empty() {
+            y
+        } else if (op == 1 || op == 2) && db.is_empty() {
+            x
+        } else {
+            let res = match op {
+                0 => da.intersect(&db, self.limits()),
+                1 => da.union(&db, self.limits()),
+                _ => da.difference(&db, self.limits()),
+            }
+            .map_err(|e| self.dfa_error(e, loc, "combined lexeme"))?;
+            if res.is_empty() {
+                self.empty
+            } else {
+                self.add_dfa(res, loc)?
+            }
+        };
+        self.op_memo.insert((op, x, y), r);
+        Ok(r)
+    }
+
+    fn node(&self, id: NodeId) -> &Node {
+        self.low.node(id)
+    }
+
+    fn loc(&self, id: NodeId) -> String {
+        match self.node(id) {
+            Node::Schema(s) => s.loc.clone(),
+            _ => "#".into(),
+        }
+    }
+
+    fn canonical_id(&self) -> DfaId {
+        self.canonical
+    }
+
+    fn universe_id(&self, i: usize) -> DfaId {
+        self.universe[i]
+    }
+
+    fn literal_syntax_id(&mut self) -> Result<DfaId, CompileError> {
+        self.regex_dfa("true|false|null", "#")
+    }
+}
+
+impl Builder<'_> {
+    /// The grammar of the templates built (see [`Builder::build_templates`]), with `root` the
+    /// schema of the document.
+    pub fn into_grammar(mut self, root: NodeId) -> Result<Grammar, CompileError> {
+        let utf8 = self.utf8_id();
+        let number_syntax = self.number_syntax_id();
+        let canonical_syntax = self.canonical_id();
+        let literal_syntax = self.literal_syntax_id()?;
+        let n = self.low.nodes.len();
+        let mut templates = vec![None; n];
+        for (id, t) in self.templates.drain() {
+            templates[id.0 as usize] = Some(t);
+        }
+        let min_chars = self
+            .dfas
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let needed = self
+                    .lexers
+                    .iter()
+                    .any(|l| l.dfa as usize == i && l.max_len.is_some());
+                needed.then(|| d.min_chars_to_final().into_boxed_slice())
+            })
+            .collect();
+        let needs_hash = self.arr_specs.iter().any(|a| a.unique);
+        let canonical_live = self.canonical_live(&templates, number_syntax, canonical_syntax);
+        Ok(Grammar {
+            options: self.options.clone(),
+            dfas: self.dfas,
+            min_chars,
+            lexers: self.lexers,
+            programs: self.programs,
+            obj_specs: self.obj_specs,
+            arr_specs: self.arr_specs,
+            templates,
+            root,
+            report: CompileReport {
+                notes: self.low.notes,
+            },
+            utf8,
+            number_syntax,
+            canonical_syntax,
+            literal_syntax,
+            canonical_live,
+            needs_hash,
+        })
+    }
+
+    /// See [`Grammar::canonical_live`]: one table per distinct lexer DFA met in number
+    /// position.
+    fn canonical_live(
+        &self,
+        templates: &[Option<ValueTemplate>],
+        number_syntax: DfaId,
+        canonical_syntax: DfaId,
+    ) -> Vec<Option<Arc<[u32]>>> {
+        let mut out = vec![None; self.lexers.len()];
+        if canonical_syntax == number_syntax {
+            return out;
+        }
+        let canonical = &self.dfas[canonical_syntax as usize];
+        let mut by_dfa: HashMap<DfaId, Arc<[u32]>> = HashMap::default();
+        for t in templates.iter().flatten() {
+            let lexer = t.lexers[Kind::Number as usize];
+            let l = &self.lexers[lexer as usize];
+            let dfa = &self.dfas[l.dfa as usize];
+            if out[lexer as usize].is_some() || l.dfa == number_syntax || dfa.is_empty() {
+                continue;
+            }
+            let table = by_dfa
+                .entry(l.dfa)
+                .or_insert_with(|| canonical.co_distance(dfa, NUMBER_BYTES).into());
+            out[lexer as usize] = Some(table.clone());
+        }
+        out
+    }
+
+    fn utf8_id(&self) -> DfaId {
+        self.universe_id(3)
+    }
+
+    fn number_syntax_id(&self) -> DfaId {
+        self.universe_id(2)
+    }
+}
+
+fn value_kind(v: &Value) -> Option<Kind> {
+    Some(match v {
+        Value::Null => Kind::Null,
+        Value::Bool(_) => Kind::Boolean,
+        Value::Number(_) => Kind::Number,
+        Value::String(_) => Kind::String,
+        Value::Array(_) => Kind::Array,
+        Value::Object(_) => Kind::Object,
+    })
+}
+
+/// The tightest of several bounds (`lower`: the largest).
+/// Whether no number lies between lower bound `l` and upper bound `h`.
+fn no_value_between(l: &Bound, h: &Bound) -> bool {
+    h.value < l.value || (h.value == l.value && !(l.inclusive && h.inclusive))
+}
+
+fn tightest(bounds: &[Bound], lower: bool) -> Option<Bound> {
+    let mut best: Option<Bound> = None;
+    for b in bounds {
+        best = Some(match best {
+            None => b.clone(),
+            Some(cur) => {
+                let better = if lower {
+                    b.value > cur.value || (b.value == cur.value && !b.inclusive)
+                } else {
+                    b.value < cur.value || (b.value == cur.value && !b.inclusive)
+                };
+                if better { b.clone() } else { cur }
+            }
+        });
+    }
+    best
+}
