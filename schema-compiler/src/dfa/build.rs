@@ -1,0 +1,609 @@
+//! Building DFAs: from regexes through `regex-automata` (importing the reachable, live part
+//! of its table), from literals or a transition function, products (intersection, union,
+//! difference), minimization, and the process-wide cache of regex DFAs.
+
+use super::content::{LazyBudgets, LazyFlags};
+use super::{DEAD, Dfa, DfaError, DfaLimits, NO_MATCH};
+use regex_automata::dfa::{Automaton, dense};
+use regex_automata::nfa::thompson;
+use regex_automata::util::syntax;
+use regex_automata::{Anchored, MatchKind, util::start};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::{Arc, Mutex, OnceLock};
+
+impl Dfa {
+    /// Builds a DFA accepting exactly the byte strings that fully match one of `patterns`
+    /// (regex-syntax syntax, Unicode mode). Pattern `i` reports id `i` in match sets.
+    pub fn from_regexes<S: AsRef<str>>(patterns: &[S], limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let anchored: Vec<String> = patterns
+            .iter()
+            .map(|p| format!(r"\A(?:{})\z", p.as_ref()))
+            .collect();
+        let dfa = dense::Builder::new()
+            .syntax(syntax::Config::new().unicode(true).utf8(true))
+            .thompson(thompson::Config::new().nfa_size_limit(Some(limits.regex_bytes)))
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(regex_automata::dfa::StartKind::Anchored)
+                    .unicode_word_boundary(false)
+                    .accelerate(false)
+                    .specialize_start_states(false)
+                    .dfa_size_limit(Some(limits.regex_bytes))
+                    .determinize_size_limit(Some(limits.regex_bytes)),
+            )
+            .build_many(&anchored)
+            .map_err(|e| {
+                let msg = e.to_string();
+                if msg.contains("exceeded") || msg.contains("too big") || msg.contains("limit") {
+                    DfaError::Limit(format!("regex automaton over {} bytes", limits.regex_bytes))
+                } else {
+                    DfaError::Regex(msg)
+                }
+            })?;
+        Self::import(&dfa, limits)
+    }
+
+    /// Builds a DFA from one pattern.
+    pub fn from_regex(pattern: &str, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::from_regexes(&[pattern], limits)
+    }
+
+    /// A DFA accepting exactly the given byte strings, string `i` reporting id `i`.
+    pub fn from_literals<B: AsRef<[u8]>>(
+        literals: &[B],
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        // A trie is already deterministic; build it directly (no regex escaping pitfalls with
+        // non-UTF-8 bytes, and linear time for large enums).
+        let mut classes = [0u8; 256];
+        let mut next_class = 1u16;
+        for lit in literals {
+            for &byte in lit.as_ref() {
+                if classes[byte as usize] == 0 {
+                    if next_class > 255 {
+                        // All 255 non-zero classes used: fall back to one class per byte.
+                        for (i, c) in classes.iter_mut().enumerate() {
+                            *c = i as u8;
+                        }
+                        break;
+                    }
+                    classes[byte as usize] = next_class as u8;
+                    next_class += 1;
+                }
+            }
+        }
+        let mut b = RawBuilder::new(classes);
+        let root = b.add_state();
+        for (i, lit) in literals.iter().enumerate() {
+            let mut s = root;
+            for &byte in lit.as_ref() {
+                let c = classes[byte as usize] as usize;
+                s = match b.get(s, c) {
+                    usize::MAX => {
+                        if b.accept.len() >= limits.max_states {
+                            return Err(DfaError::Limit(format!(
+                                "more than {} lexer states",
+                                limits.max_states
+                            )));
+                        }
+                        let t = b.add_state();
+                        b.set(s, c, t);
+                        t
+                    }
+                    t => t,
+                };
+            }
+            b.accept[s].push(i as u32);
+        }
+        b.finish(root, limits)
+    }
+
+    /// Builds a DFA by exploring states of type `S` from `start`: `next(s, byte)` is the
+    /// successor (or `None`), `accepts(s)` says whether `s` accepts at end of input (pattern 0).
+    /// Only bytes in `alphabet` are tried; all others lead to the dead state.
+    pub fn from_fn<S: Clone + Eq + std::hash::Hash>(
+        start: S,
+        alphabet: &[u8],
+        next: impl Fn(&S, u8) -> Option<S>,
+        accepts: impl Fn(&S) -> bool,
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        let mut classes = [0u8; 256];
+        for (i, &b) in alphabet.iter().enumerate() {
+            classes[b as usize] = (i + 1) as u8;
+        }
+        let mut raw = RawBuilder::new(classes);
+        let mut ids: HashMap<S, usize> = HashMap::default();
+        let mut states = vec![start.clone()];
+        ids.insert(start, raw.add_state());
+        let mut i = 0;
+        while i < states.len() {
+            let s = states[i].clone();
+            if accepts(&s) {
+                raw.accept[i].push(0);
+            }
+            for &b in alphabet {
+                if let Some(t) = next(&s, b) {
+                    let id = match ids.get(&t) {
+                        Some(&id) => id,
+                        None => {
+                            if states.len() >= limits.max_states {
+                                return Err(DfaError::Limit(format!(
+                                    "more than {} lexer states",
+                                    limits.max_states
+                                )));
+                            }
+                            let id = raw.add_state();
+                            ids.insert(t.clone(), id);
+                            states.push(t);
+                            id
+                        }
+                    };
+                    raw.set(i, classes[b as usize] as usize, id);
+                }
+            }
+            i += 1;
+        }
+        Ok(raw.finish(0, limits)?.minimize())
+    }
+
+    /// Copies the reachable, live part of a `regex-automata` DFA.
+    fn import(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let cfg = start::Config::new().anchored(Anchored::Yes);
+        let start = dfa
+            .start_state(&cfg)
+            .map_err(|e| DfaError::Regex(format!("start state: {e}")))?;
+        let bc = dfa.byte_classes();
+        let mut classes = [0u8; 256];
+        for (byte, c) in classes.iter_mut().enumerate() {
+            *c = bc.get(byte as u8);
+        }
+        let reps: Vec<u8> = bc
+            .representatives(0..=255)
+            .filter_map(|u| u.as_u8())
+            .collect();
+        let mut b = RawBuilder::new(classes);
+        let mut ids: HashMap<regex_automata::util::primitives::StateID, usize> = HashMap::default();
+        let mut queue = vec![start];
+        ids.insert(start, b.add_state());
+        while let Some(sid) = queue.pop() {
+            let me = ids[&sid];
+            let eoi = dfa.next_eoi_state(sid);
+            if dfa.is_match_state(eoi) {
+                for i in 0..dfa.match_len(eoi) {
+                    b.accept[me].push(dfa.match_pattern(eoi, i).as_u32());
+                }
+            }
+            for &rep in &reps {
+                let next = dfa.next_state(sid, rep);
+                if dfa.is_dead_state(next) || dfa.is_quit_state(next) {
+                    continue;
+                }
+                let t = match ids.entry(next) {
+                    Entry::Occupied(o) => *o.get(),
+                    Entry::Vacant(v) => {
+                        if b.accept.len() >= limits.max_states {
+                            return Err(DfaError::Limit(format!(
+                                "more than {} lexer states",
+                                limits.max_states
+                            )));
+                        }
+                        queue.push(next);
+                        *v.insert(b.add_state())
+                    }
+                };
+                b.set(me, classes[rep as usize] as usize, t);
+            }
+        }
+        let d = b.finish(0, limits)?;
+        Ok(if d.num_states() <= 5_000 {
+            d.minimize()
+        } else {
+            d
+        })
+    }
+
+    /// Combines two DFAs state by state.
+    ///
+    /// `a_sink`/`b_sink`: whether a side's dead state keeps the product alive (as a rejecting
+    /// sink) instead of killing it. `accept` decides a product state's match set from the sides'
+    /// sets. Only live product states are kept.
+    fn product(
+        a: &Dfa,
+        b: &Dfa,
+        a_sink: bool,
+        b_sink: bool,
+        accept: impl Fn(Option<&[u32]>, Option<&[u32]>) -> Option<Vec<u32>>,
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        // Joint byte classes.
+        let mut joint: HashMap<(u8, u8), u8> = HashMap::default();
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        for byte in 0..=255u8 {
+            let key = (a.classes[byte as usize], b.classes[byte as usize]);
+            let len = joint.len();
+            classes[byte as usize] = *joint.entry(key).or_insert_with(|| {
+                reps.push(byte);
+                len as u8
+            });
+        }
+        let mut raw = RawBuilder::new(classes);
+        let mut ids: HashMap<(u32, u32), usize> = HashMap::default();
+        let start = (a.start, b.start);
+        let alive = |p: (u32, u32)| {
+            (p.0 != DEAD || a_sink) && (p.1 != DEAD || b_sink) && !(p.0 == DEAD && p.1 == DEAD)
+        };
+        if !alive(start) {
+            return Ok(Dfa::empty());
+        }
+        ids.insert(start, raw.add_state());
+        let mut queue = vec![start];
+        while let Some(p) = queue.pop() {
+            let me = ids[&p];
+            let fa = if p.0 == DEAD { None } else { a.final_set(p.0) };
+            let fb = if p.1 == DEAD { None } else { b.final_set(p.1) };
+            if let Some(set) = accept(fa, fb) {
+                raw.accept[me] = set;
+            }
+            for (c, &rep) in reps.iter().enumerate() {
+                let q = (a.next(p.0, rep), b.next(p.1, rep));
+                if !alive(q) {
+                    continue;
+                }
+                let t = match ids.entry(q) {
+                    Entry::Occupied(o) => *o.get(),
+                    Entry::Vacant(v) => {
+                        if raw.accept.len() >= limits.max_states {
+                            return Err(DfaError::Limit(format!(
+                                "more than {} lexer states in a combined lexeme",
+                                limits.max_states
+                            )));
+                        }
+                        queue.push(q);
+                        *v.insert(raw.add_state())
+                    }
+                };
+                raw.set(me, c, t);
+            }
+        }
+        let d = raw.finish(0, limits)?;
+        Ok(d.minimize())
+    }
+
+    /// Strings in both languages; match sets come from `self`.
+    pub fn intersect(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::product(
+            self,
+            other,
+            false,
+            false,
+            |x, y| y.and(x).map(<[u32]>::to_vec),
+            limits,
+        )
+    }
+
+    /// Strings in either language; match set `{0}`.
+    pub fn union(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::product(
+            self,
+            other,
+            true,
+            true,
+            |x, y| (x.is_some() || y.is_some()).then(|| vec![0]),
+            limits,
+        )
+    }
+
+    /// Strings in `self` but not in `other`; match sets from `self`.
+    pub fn difference(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        Self::product(
+            self,
+            other,
+            false,
+            true,
+            |x, y| {
+                if y.is_some() {
+                    None
+                } else {
+                    x.map(<[u32]>::to_vec)
+                }
+            },
+            limits,
+        )
+    }
+
+    /// The empty language.
+    pub fn empty() -> Dfa {
+        Dfa {
+            classes: [0; 256],
+            stride: 1,
+            trans: vec![DEAD],
+            finals: vec![NO_MATCH],
+            match_sets: Vec::new(),
+            start: DEAD,
+            univ: LazyFlags::default(),
+            budgets: LazyBudgets::default(),
+            toward: OnceLock::new(),
+        }
+    }
+
+    /// Merges equivalent states (Moore's partition refinement). Match sets must agree.
+    pub fn minimize(self) -> Dfa {
+        let n = self.finals.len();
+        if n <= 2 {
+            return self;
+        }
+        let stride = self.stride as usize;
+        let width = stride + 1;
+        // Initial blocks: the dead state alone, then one block per final set.
+        let mut block: Vec<u32> = (0..n)
+            .map(|i| {
+                if i == 0 {
+                    0
+                } else {
+                    self.finals[i].wrapping_add(2)
+                }
+            })
+            .collect();
+        let mut nblocks = {
+            let mut b = block.clone();
+            b.sort_unstable();
+            b.dedup();
+            b.len()
+        };
+        let mut sig = vec![0u32; n * width];
+        let mut order: Vec<usize> = (0..n).collect();
+        loop {
+            for i in 0..n {
+                let row = &mut sig[i * width..(i + 1) * width];
+                row[0] = block[i];
+                for c in 0..stride {
+                    row[c + 1] = block[(self.trans[i * stride + c] / self.stride) as usize];
+                }
+            }
+            order.sort_unstable_by(|&x, &y| {
+                sig[x * width..(x + 1) * width].cmp(&sig[y * width..(y + 1) * width])
+            });
+            let mut next = vec![0u32; n];
+            let mut count = 0u32;
+            for (k, &i) in order.iter().enumerate() {
+                if k > 0 {
+                    let prev = order[k - 1];
+                    if sig[prev * width..(prev + 1) * width] != sig[i * width..(i + 1) * width] {
+                        count += 1;
+                    }
+                }
+                next[i] = count;
+            }
+            let count = count as usize + 1;
+            block = next;
+            if count == nblocks {
+                break;
+            }
+            nblocks = count;
+        }
+        if nblocks == n {
+            return self;
+        }
+        // Renumber so the dead state's block is 0, others in order of first appearance.
+        let dead_block = block[0];
+        let mut renum = vec![u32::MAX; nblocks];
+        renum[dead_block as usize] = 0;
+        let mut next = 1;
+        for &bl in &block {
+            if renum[bl as usize] == u32::MAX {
+                renum[bl as usize] = next;
+                next += 1;
+            }
+        }
+        let m = nblocks;
+        let mut trans = vec![0u32; m * stride];
+        let mut finals = vec![NO_MATCH; m];
+        for i in 0..n {
+            let nb = renum[block[i] as usize] as usize;
+            finals[nb] = self.finals[i];
+            for c in 0..stride {
+                let t = renum[block[(self.trans[i * stride + c] / self.stride) as usize] as usize];
+                trans[nb * stride + c] = t * self.stride;
+            }
+        }
+        let start = renum[block[(self.start / self.stride) as usize] as usize] * self.stride;
+        Dfa {
+            classes: self.classes,
+            stride: self.stride,
+            trans,
+            finals,
+            match_sets: self.match_sets,
+            start,
+            univ: LazyFlags::default(),
+            budgets: LazyBudgets::default(),
+            toward: OnceLock::new(),
+        }
+    }
+}
+
+/// The DFA of all valid UTF-8 strings (minimized: one state per character-boundary class).
+pub fn utf8_universe() -> &'static Dfa {
+    static U: OnceLock<Dfa> = OnceLock::new();
+    U.get_or_init(|| Dfa::from_regex("(?s:.*)", DfaLimits::default()).expect("a valid regex"))
+}
+
+/// Total states kept by [`cached_regex`] before it starts over.
+const CACHE_MAX_STATES: usize = 4_000_000;
+
+/// [`Dfa::from_regex`] through a process-wide cache: formats and common patterns are
+/// determinized once per process, whatever the schema.
+pub fn cached_regex(pattern: &str, limits: DfaLimits) -> Result<Arc<Dfa>, DfaError> {
+    cached_regexes(&[pattern], limits)
+}
+
+/// [`Dfa::from_regexes`] through the cache of [`cached_regex`] (the property names of an
+/// object, which schemas repeat).
+pub fn cached_regexes<S: AsRef<str>>(
+    patterns: &[S],
+    limits: DfaLimits,
+) -> Result<Arc<Dfa>, DfaError> {
+    type Cache = Mutex<(HashMap<(Vec<String>, DfaLimits), Arc<Dfa>>, usize)>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new((HashMap::default(), 0)));
+    let key = (
+        patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
+        limits,
+    );
+    if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).0.get(&key) {
+        return Ok(d.clone());
+    }
+    let d = Arc::new(Dfa::from_regexes(patterns, limits)?);
+    let mut guard = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if guard.1 + d.num_states() > CACHE_MAX_STATES {
+        guard.0.clear();
+        guard.1 = 0;
+    }
+    guard.1 += d.num_states();
+    guard.0.insert(key, d.clone());
+    Ok(d)
+}
+
+/// A DFA under construction over given byte classes, then pruned and packed.
+struct RawBuilder {
+    classes: [u8; 256],
+    nclasses: usize,
+    /// Per state, `nclasses` targets (`usize::MAX` = dead).
+    edges: Vec<usize>,
+    accept: Vec<Vec<u32>>,
+}
+
+impl RawBuilder {
+    fn new(classes: [u8; 256]) -> Self {
+        let nclasses = classes.iter().copied().max().unwrap_or(0) as usize + 1;
+        RawBuilder {
+            classes,
+            nclasses,
+            edges: Vec::new(),
+            accept: Vec::new(),
+        }
+    }
+
+    fn add_state(&mut self) -> usize {
+        self.edges
+            .extend(std::iter::repeat_n(usize::MAX, self.nclasses));
+        self.accept.push(Vec::new());
+        self.accept.len() - 1
+    }
+
+    fn set(&mut self, from: usize, class: usize, to: usize) {
+        self.edges[from * self.nclasses + class] = to;
+    }
+
+    fn get(&self, from: usize, class: usize) -> usize {
+        self.edges[from * self.nclasses + class]
+    }
+
+    /// Prunes states that cannot reach acceptance or are unreachable, and packs.
+    fn finish(self, start: usize, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let n = self.accept.len();
+        let k = self.nclasses;
+        if n == 0 {
+            return Ok(Dfa::empty());
+        }
+        // Co-reachability.
+        let mut rev_start = vec![0usize; n + 1];
+        for &t in &self.edges {
+            if t != usize::MAX {
+                rev_start[t + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            rev_start[i + 1] += rev_start[i];
+        }
+        let mut fill = rev_start.clone();
+        let mut rev = vec![0usize; rev_start[n]];
+        for s in 0..n {
+            for c in 0..k {
+                let t = self.edges[s * k + c];
+                if t != usize::MAX {
+                    rev[fill[t]] = s;
+                    fill[t] += 1;
+                }
+            }
+        }
+        let mut live = vec![false; n];
+        let mut stack: Vec<usize> = (0..n).filter(|&s| !self.accept[s].is_empty()).collect();
+        for &s in &stack {
+            live[s] = true;
+        }
+        while let Some(t) = stack.pop() {
+            for &s in &rev[rev_start[t]..rev_start[t + 1]] {
+                if !live[s] {
+                    live[s] = true;
+                    stack.push(s);
+                }
+            }
+        }
+        if !live[start] {
+            return Ok(Dfa::empty());
+        }
+        // Forward reachability from start over live states, numbering from 1 (0 = dead).
+        let mut index = vec![0u32; n];
+        let mut order = vec![start];
+        index[start] = 1;
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i];
+            i += 1;
+            for c in 0..k {
+                let t = self.edges[s * k + c];
+                if t != usize::MAX && live[t] && index[t] == 0 {
+                    index[t] = order.len() as u32 + 1;
+                    order.push(t);
+                }
+            }
+        }
+        if order.len() + 1 > limits.max_states {
+            return Err(DfaError::Limit(format!(
+                "more than {} lexer states",
+                limits.max_states
+            )));
+        }
+        let stride = k as u32;
+        let m = order.len() + 1;
+        let mut trans = vec![0u32; m * k];
+        for (j, &s) in order.iter().enumerate() {
+            for c in 0..k {
+                let t = self.edges[s * k + c];
+                if t != usize::MAX && live[t] {
+                    trans[(j + 1) * k + c] = index[t] * stride;
+                }
+            }
+        }
+        let mut finals = vec![NO_MATCH; m];
+        let mut sets: HashMap<Vec<u32>, u32> = HashMap::default();
+        let mut match_sets = Vec::new();
+        for (j, &s) in order.iter().enumerate() {
+            if !self.accept[s].is_empty() {
+                let mut set = self.accept[s].clone();
+                set.sort_unstable();
+                set.dedup();
+                let id = *sets.entry(set.clone()).or_insert_with(|| {
+                    match_sets.push(set.into_boxed_slice());
+                    (match_sets.len() - 1) as u32
+                });
+                finals[j + 1] = id;
+            }
+        }
+        Ok(Dfa {
+            classes: self.classes,
+            stride,
+            trans,
+            finals,
+            match_sets,
+            start: stride,
+            univ: LazyFlags::default(),
+            budgets: LazyBudgets::default(),
+            toward: OnceLock::new(),
+        })
+    }
+}

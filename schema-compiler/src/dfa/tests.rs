@@ -1,0 +1,251 @@
+//! Unit tests of the DFAs: building, products, minimization, content levels and budgets.
+
+#[test]
+fn co_distance_counts_the_bytes_to_a_string_both_take() {
+    let a = Dfa::from_regex(
+        "0|-?[1-9][0-9]*(\\.[0-9]*[1-9])?|-?0\\.[0-9]*[1-9]",
+        DfaLimits::default(),
+    )
+    .unwrap();
+    let b = Dfa::from_regex("-?[0-9]+(\\.0*)?", DfaLimits::default()).unwrap();
+    let d = a.co_distance(&b, b"-.0123456789");
+    let at = |text: &[u8]| {
+        let (s, t) = (a.run(a.start(), text), b.run(b.start(), text));
+        d[a.state_index(s) * b.num_states() + b.state_index(t)]
+    };
+    assert_eq!(at(b"12"), 0);
+    assert_eq!(at(b"-"), 1);
+    assert_eq!(at(b""), 1);
+    // After `-0`, `a` needs a point and a non-zero last digit, and `b` takes only zeros
+    // after the point: no string both take.
+    assert_eq!(at(b"-0"), NO_PATH);
+    assert_eq!(at(b"-0."), NO_PATH);
+}
+
+#[test]
+fn each_level_universe_holds_exactly_the_characters_of_its_level() {
+    for level in 0..CONTENT_LEVELS {
+        let u = level_universe(level);
+        assert!(u.accepts(b""));
+        let mut buf = [0u8; 4];
+        for c in char::MIN..=char::MAX {
+            assert_eq!(
+                u.accepts(c.encode_utf8(&mut buf).as_bytes()),
+                content_level_allows(level, c),
+                "level {level}, character {c:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn string_flags_name_the_highest_level_each_state_takes() {
+    let flags = |pattern: &str, prefix: &[u8]| {
+        let d = Dfa::from_regex(pattern, DfaLimits::default()).unwrap();
+        let s = d.run(d.start(), prefix);
+        let f = d.string_flags(s);
+        (f.live, f.free)
+    };
+    // Any character, escapes included.
+    assert_eq!(flags("(?s:.*)", b""), (6, 6));
+    // No newline: every unescaped character.
+    assert_eq!(flags("[^\\n]*", b""), (5, 5));
+    assert_eq!(
+        flags("[^\\n]+", b""),
+        (5, 0),
+        "empty content does not accept"
+    );
+    // ECMAScript patterns: `.` takes no line terminator (U+2028 and U+2029 among them),
+    // `\s` holds the non-ASCII spaces the levels below 4 leave out.
+    let ecma = |pattern: &str, prefix: &[u8]| {
+        flags(
+            &crate::text::ecma::pattern_language(pattern).unwrap(),
+            prefix,
+        )
+    };
+    assert_eq!(ecma("^.*$", b""), (4, 4));
+    assert_eq!(ecma("^.+$", b""), (4, 0), "empty content does not accept");
+    assert_eq!(ecma("^method\\..+$", b"method.x"), (4, 4));
+    assert_eq!(
+        ecma("^[^\\s]+$", b"a"),
+        (2, 2),
+        "letters, digits, non-ASCII"
+    );
+    assert_eq!(ecma("^\\S+$", b"a"), (2, 2));
+    assert_eq!(ecma("^[^\\s/]+$", b"a"), (2, 2));
+    assert_eq!(ecma("^[^\\s\\u0080-\\uffff]+$", b"a"), (1, 1), "ASCII only");
+    // No space, no `/`: letters, digits and non-ASCII characters only.
+    assert_eq!(flags(r"[^ /]+", b"a"), (2, 2));
+    assert_eq!(flags(r"[^ /]+", b""), (2, 0));
+    assert_eq!(flags("[a-z]+", b"a"), (0, 0), "no digits");
+    assert_eq!(flags(r"\w+", b"a"), (1, 1), "ASCII letters and digits");
+    assert_eq!(flags(r"\d{4}-\d{2}", b"20"), (0, 0));
+    // A bounded repetition is universal while it has room.
+    assert_eq!(flags(".{0,3}", b""), (0, 0), "four characters kill it");
+    // The space level, beside level 1: ASCII letters, digits and the space.
+    let space = |pattern: &str, prefix: &[u8]| {
+        let d = Dfa::from_regex(
+            &crate::text::ecma::pattern_language(pattern).unwrap(),
+            DfaLimits::default(),
+        )
+        .unwrap();
+        let f = d.string_flags(d.run(d.start(), prefix));
+        (f.live, f.space_live, f.space_free)
+    };
+    assert_eq!(space("^[\\w\\s/.,:-]+$", b""), (1, true, false));
+    assert_eq!(space("^[\\w\\s/.,:-]+$", b"a"), (1, true, true));
+    assert_eq!(space("^[0-9a-zA-Z -_]*$", b""), (1, true, true));
+    assert_eq!(space("^[a-z ]*$", b""), (0, false, false), "no digits");
+    assert_eq!(space("^[^\\s]+$", b"a"), (2, false, false), "no space");
+    assert_eq!(space("^.*$", b""), (4, true, true), "inside level 2");
+}
+
+#[test]
+fn bounded_repetitions_have_exact_budgets() {
+    let budget = |pattern: &str, prefix: &[u8], level: u8| {
+        let d = Dfa::from_regex(pattern, DfaLimits::default()).unwrap();
+        d.string_budget(d.run(d.start(), prefix), level)
+    };
+    assert_eq!(budget("[0-9a-zA-Z_-]{1,255}", b"", 0), Some(255));
+    assert_eq!(budget("[0-9a-zA-Z_-]{1,255}", b"ab", 0), Some(253));
+    assert_eq!(
+        budget("[0-9a-zA-Z_-]{1,255}", b"", 1),
+        None,
+        "é kills, a lives"
+    );
+    assert_eq!(
+        budget("[0-9a-z]{0,4}", b"ab", 0),
+        None,
+        "uppercase kills, a lives"
+    );
+    assert_eq!(budget("[0-9a-zA-Z]{0,4}", b"abcd", 0), Some(0));
+    assert_eq!(budget("[0-9a-zA-Z]*", b"", 0), None, "no limit");
+    // Multi-byte characters count once; the budget holds at every level `.` takes.
+    let ecma = crate::text::ecma::pattern_language("^.{2,5}$").unwrap();
+    assert_eq!(budget(&ecma, "é".as_bytes(), 3), Some(4));
+    assert_eq!(budget(&ecma, b"", 2), Some(5));
+    assert_eq!(budget(&ecma, b"", 4), None, "U+2028 kills at once");
+    // Content past the budget must die whatever it is: here `x` opens a longer tail.
+    assert_eq!(budget("[0-9a-zA-Z]{0,3}|x[0-9a-zA-Z]*", b"", 0), None);
+    assert_eq!(
+        budget("(?:[0-9a-zA-Z]{2}){0,2}", b"", 0),
+        Some(4),
+        "live, if not accepting, up to four"
+    );
+}
+
+use super::*;
+
+fn lim() -> DfaLimits {
+    DfaLimits::default()
+}
+
+#[test]
+fn regex_full_match_and_liveness() {
+    let d = Dfa::from_regex("ab+c", lim()).unwrap();
+    assert!(d.accepts(b"abc"));
+    assert!(d.accepts(b"abbbc"));
+    assert!(!d.accepts(b"ab"));
+    assert!(!d.accepts(b"abcx"));
+    // Every surviving prefix is live.
+    let s = d.run(d.start(), b"ab");
+    assert_ne!(s, DEAD);
+    assert_eq!(d.run(d.start(), b"ac"), DEAD);
+    assert_eq!(d.run(d.start(), b"x"), DEAD);
+}
+
+#[test]
+fn anchors_and_word_boundaries_use_end_of_input() {
+    let d = Dfa::from_regex(r"(?s:.*)(?-u:\b)foo(?-u:\b)(?s:.*)", lim()).unwrap();
+    assert!(d.accepts(b"a foo b"));
+    assert!(d.accepts(b"foo"));
+    assert!(!d.accepts(b"afoo"));
+    assert!(!d.accepts(b"foob"));
+    let d = Dfa::from_regex(r"(?s:.*?)(?:^a|b$)(?s:.*)", lim()).unwrap();
+    assert!(d.accepts(b"axx"));
+    assert!(d.accepts(b"xxb"));
+    assert!(!d.accepts(b"xax"));
+}
+
+#[test]
+fn unicode_dot_rejects_invalid_utf8() {
+    let d = Dfa::from_regex("(?s:.*)", lim()).unwrap();
+    assert!(d.accepts("héllo €".as_bytes()));
+    assert!(!d.accepts(b"\xff"));
+    assert!(!d.accepts(b"\xc3"));
+    // A partial character is a live prefix.
+    assert_ne!(d.run(d.start(), b"\xe2\x82"), DEAD);
+    assert!(d.is_prefix_closed() || !d.is_final(d.run(d.start(), b"\xe2\x82")));
+}
+
+#[test]
+fn multi_pattern_match_sets() {
+    let d = Dfa::from_regexes(&["foo", "f.*", "(?s:.*)"], lim()).unwrap();
+    let s = d.run(d.start(), b"foo");
+    assert_eq!(d.final_set(s), Some(&[0, 1, 2][..]));
+    let s = d.run(d.start(), b"fa");
+    assert_eq!(d.final_set(s), Some(&[1, 2][..]));
+    let s = d.run(d.start(), b"x");
+    assert_eq!(d.final_set(s), Some(&[2][..]));
+}
+
+#[test]
+fn literals_trie() {
+    let d = Dfa::from_literals(&["a", "ab", "b"], lim()).unwrap();
+    assert_eq!(d.final_set(d.run(d.start(), b"ab")), Some(&[1][..]));
+    assert_eq!(d.final_set(d.run(d.start(), b"a")), Some(&[0][..]));
+    assert_eq!(d.run(d.start(), b"c"), DEAD);
+    let e = Dfa::from_literals::<&[u8]>(&[], lim()).unwrap();
+    assert!(e.is_empty());
+}
+
+#[test]
+fn products() {
+    let a = Dfa::from_regex("[a-z]+", lim()).unwrap();
+    let b = Dfa::from_regex(".{2,3}", lim()).unwrap();
+    let i = a.intersect(&b, lim()).unwrap();
+    assert!(i.accepts(b"ab"));
+    assert!(!i.accepts(b"a"));
+    assert!(!i.accepts(b"abcd"));
+    assert!(!i.accepts(b"A1"));
+    let u = a.union(&b, lim()).unwrap();
+    assert!(u.accepts(b"a"));
+    assert!(u.accepts(b"A1"));
+    assert!(!u.accepts(b"A"));
+    let any = Dfa::from_regex("(?s:.*)", lim()).unwrap();
+    let d = any.difference(&a, lim()).unwrap();
+    assert!(d.accepts(b""));
+    assert!(d.accepts(b"A"));
+    assert!(d.accepts(b"ab1"));
+    assert!(!d.accepts(b"ab"));
+    assert!(!d.accepts(b"\xff"));
+    // Empty intersection is the empty language.
+    let x = Dfa::from_regex("x+", lim()).unwrap();
+    assert!(
+        x.intersect(&a.difference(&x, lim()).unwrap(), lim())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn min_chars() {
+    let d = Dfa::from_regex("é{3}", lim()).unwrap();
+    let dist = d.min_chars_to_final();
+    assert_eq!(dist[d.index(d.start())], 3);
+    let s = d.run(d.start(), "é".as_bytes());
+    assert_eq!(dist[d.index(s)], 2);
+    let s = d.run(d.start(), b"\xc3");
+    assert_eq!(dist[d.index(s)], 2, "a started character counts as one");
+}
+
+#[test]
+fn minimize_merges() {
+    let d = Dfa::from_regex("(a|b)c|(d|e)c", lim()).unwrap();
+    let before = d.num_states();
+    let m = d.clone().minimize();
+    assert!(m.num_states() <= before);
+    for w in [&b"ac"[..], b"ec", b"a", b"cc", b""] {
+        assert_eq!(m.accepts(w), d.accepts(w));
+    }
+}
