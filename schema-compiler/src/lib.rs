@@ -73,6 +73,19 @@
 //! (formats, common patterns, the property-name sets of objects), shared by every grammar that
 //! uses the same regex with the same limits. It holds at most 4,000,000 states in all and is
 //! emptied when a new DFA would take it past that; grammars keep the DFAs they hold (`Arc`).
+//!
+//! # Layout
+//!
+//! | module | what it owns |
+//! | --- | --- |
+//! | `ir` | reading a schema: `$ref` resolution, drafts, lowering to schema nodes |
+//! | `build/` | the compiler from nodes to tables: DFA bookkeeping (`mod.rs`), the languages of primitive values (`languages.rs`), formulas and templates of containers (`programs.rs`); `Builder::into_grammar` makes the [`Grammar`] |
+//! | `tables` | the run-time tables the matcher reads: lexers, programs, object and array specs, templates |
+//! | `grammar` | [`Grammar`] and [`Compiler`]: the compiled, shared, immutable result |
+//! | [`dfa`] | byte DFAs: tables and queries (`mod.rs`), building (`build.rs`), content levels (`levels.rs`), content flags and budgets (`content.rs`) |
+//! | `matcher/` | the [`Matcher`]: state and journal, syntax, keys, lexemes, string decoding, value hashing, viability, the lexeme walker, the split and cache keys for the mask kernel, completion |
+//! | [`text`] | ECMA-262 patterns, formats, numeric languages, exact decimals |
+//! | `options`, `error`, `report` | [`Options`], [`CompileError`], [`CompileReport`] |
 #![warn(missing_docs)]
 
 mod build;
