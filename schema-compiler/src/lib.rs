@@ -78,7 +78,7 @@
 //!
 //! | module | what it owns |
 //! | --- | --- |
-//! | `ir` | reading a schema: `$ref` resolution, drafts, lowering to schema nodes |
+//! | `ir/` | reading a schema: nodes and the lowering driver (`mod.rs`), `$ref` resolution (`refs.rs`), keywords (`keywords.rs`) |
 //! | `build/` | the compiler from nodes to tables: DFA bookkeeping (`mod.rs`), the languages of primitive values (`languages.rs`), formulas and templates of containers (`programs.rs`); `Builder::into_grammar` makes the [`Grammar`] |
 //! | `tables` | the run-time tables the matcher reads: lexers, programs, object and array specs, templates |
 //! | `grammar` | [`Grammar`] and [`Compiler`]: the compiled, shared, immutable result |
