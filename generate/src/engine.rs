@@ -6,21 +6,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use lru::LruCache;
-use mask_kernel::{
-    FixedBitSet, Kernel, MaskCache, MaskError, MaskStats, Recognizer, Session, apply,
-};
-use sampler::{Sampler, SamplerConfig};
+use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session};
+use sampler::SamplerConfig;
 use schema_compiler::{Grammar, Options, PropertyOrder, Whitespace};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
+use self::decode::Decoder;
 use crate::constraint::SchemaRecognizer;
 use crate::error::GenerateError;
 use crate::model::Model;
-use crate::stream::Utf8Stream;
 use crate::template::{Message, SchemaInPrompt, inject_schema};
 use crate::tokenizer::Tokenizer;
+
+mod decode;
 
 /// How many tokens before `max_tokens` the budget is watched, so the document can still be
 /// closed.
@@ -317,6 +317,11 @@ impl<M: Model> std::fmt::Debug for Generator<M> {
 
 const MASK_CACHE_BYTES: usize = 64 << 20;
 
+/// An empty mask cache for one grammar.
+pub(crate) fn new_mask_cache() -> MaskCache {
+    MaskCache::new(MASK_CACHE_BYTES)
+}
+
 /// The most logits a model may have past its tokenizer's ids (embedding padding) before they
 /// are taken to belong to different models; a sixty-fourth of the logits if that is more.
 const MAX_PADDING: usize = 1024;
@@ -488,21 +493,25 @@ impl<M: Model> Generator<M> {
 
     /// Compiles `schema` (or takes it from the cache); returns the compile time in ms.
     pub fn compile(&mut self, schema: &Value) -> Result<(Arc<Grammar>, f64), GenerateError> {
+        let (key, compiled, ms) = self.check_out(schema)?;
+        let grammar = compiled.grammar.clone();
+        self.grammars.put(key, compiled);
+        Ok((grammar, ms))
+    }
+
+    /// Takes the grammar of `schema` and its mask cache out of the cache, compiling it when
+    /// it is not there (with the compile time in ms, else 0); give them back under the key
+    /// returned.
+    fn check_out(&mut self, schema: &Value) -> Result<(String, Compiled, f64), GenerateError> {
         let key = self.schema_key(schema);
-        if let Some(c) = self.grammars.get(&key) {
-            return Ok((c.grammar.clone(), 0.0));
+        if let Some(c) = self.grammars.pop(&key) {
+            return Ok((key, c, 0.0));
         }
         let t = Instant::now();
         let grammar = Arc::new(Grammar::compile(schema, &self.options)?);
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        self.grammars.put(
-            key,
-            Compiled {
-                grammar: grammar.clone(),
-                cache: MaskCache::new(MASK_CACHE_BYTES),
-            },
-        );
-        Ok((grammar, ms))
+        let cache = new_mask_cache();
+        Ok((key, Compiled { grammar, cache }, ms))
     }
 
     /// Takes the grammar and mask cache kept under `key` (for constraints built by this crate
@@ -519,7 +528,7 @@ impl<M: Model> Generator<M> {
         grammar: Arc<Grammar>,
         cache: Option<MaskCache>,
     ) {
-        let cache = cache.unwrap_or_else(|| MaskCache::new(MASK_CACHE_BYTES));
+        let cache = cache.unwrap_or_else(new_mask_cache);
         self.grammars.put(key, Compiled { grammar, cache });
     }
 
@@ -727,11 +736,9 @@ impl<M: Model> Generator<M> {
     ) -> Result<Output, GenerateError> {
         match &request.schema {
             Some(schema) => {
-                let (grammar, compile_ms) = self.compile(schema)?;
-                let key = self.schema_key(schema);
-                let mut compiled = self.grammars.pop(&key).expect("just compiled");
-                let session =
-                    Session::new(self.kernel.clone(), SchemaRecognizer::new(grammar.clone()));
+                let (key, mut compiled, compile_ms) = self.check_out(schema)?;
+                let recognizer = SchemaRecognizer::new(compiled.grammar.clone());
+                let session = Session::new(self.kernel.clone(), recognizer);
                 let r = self.run(
                     prompt,
                     Some((session, &mut compiled.cache)),
@@ -796,19 +803,28 @@ impl<M: Model> Generator<M> {
         tokens: &[TokenId],
         meanwhile: &mut dyn FnMut(),
     ) -> Result<(), GenerateError> {
-        let ids: Vec<u32> = tokens.iter().map(|t| t.as_u32()).collect();
-        if self.in_cache.len() + ids.len() > self.model.context_size() {
+        let needed = self.in_cache.len() + tokens.len();
+        if needed > self.model.context_size() {
             return Err(GenerateError::Model(
                 crate::model::ModelError::ContextOverflow {
-                    needed: self.in_cache.len() + ids.len(),
+                    needed,
                     capacity: self.model.context_size(),
                 },
             ));
         }
-        let logits = self.model.forward_with(&ids, meanwhile)?;
-        self.logits[..logits.len()].copy_from_slice(logits);
-        self.in_cache.extend_from_slice(&ids);
-        Ok(())
+        // The cache of evaluated ids grows by these ids, which the model reads from its end.
+        let start = self.in_cache.len();
+        self.in_cache.extend(tokens.iter().map(|t| t.as_u32()));
+        match self.model.forward_with(&self.in_cache[start..], meanwhile) {
+            Ok(logits) => {
+                self.logits[..logits.len()].copy_from_slice(logits);
+                Ok(())
+            }
+            Err(e) => {
+                self.in_cache.truncate(start);
+                Err(e.into())
+            }
+        }
     }
 
     /// The tokens of the shortest valid completion of the constrained text so far.
@@ -817,9 +833,10 @@ impl<M: Model> Generator<M> {
         self.kernel.longest_tokens(&bytes)
     }
 
-    fn trace_line(&mut self, line: Value) {
+    /// Writes the line `line` builds to the trace, if one is set (else builds nothing).
+    fn trace_with(&mut self, line: impl FnOnce() -> Value) {
         if let Some(t) = &mut self.trace {
-            let _ = writeln!(t, "{line}");
+            let _ = writeln!(t, "{}", line());
         }
     }
 
@@ -827,293 +844,19 @@ impl<M: Model> Generator<M> {
     pub fn run<R: Recognizer>(
         &mut self,
         prompt: &[TokenId],
-        mut constraint: Option<(Session<R>, &mut MaskCache)>,
+        constraint: Option<(Session<R>, &mut MaskCache)>,
         opts: &GenerateOptions,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Output, GenerateError> {
-        let vocab = self.tokenizer.vocab().clone();
         let t0 = Instant::now();
         self.prefill(prompt)?;
         let prompt_ms = t0.elapsed().as_secs_f64() * 1e3;
         let t1 = Instant::now();
-        let mut sampler = Sampler::new(opts.sampler.clone(), opts.seed)?;
-        sampler.reserve(self.logits.len());
-        let mut history: Vec<u32> = Vec::new();
-        let mut stream = Utf8Stream::default();
-        let mut text = String::new();
-        let mut mask = FixedBitSet::with_capacity(vocab.len());
-        let mut mask_ms = 0.0;
-        let mut masks = 0usize;
-        let mut forced = 0usize;
-        let mut step = 0usize;
-        let n_logits = self.model.vocab_size();
-        let mut cancelled = false;
-        let top_n = opts.logprobs.map(|n| n.min(MAX_TOP_LOGPROBS));
-        let mut logprobs: Vec<TokenLogprob> = Vec::new();
-        // With log probabilities: the masked logits before sampling changes them, and the
-        // likeliest tokens among them.
-        let mut raw: Vec<f32> = Vec::new();
-        let mut top: Vec<(u32, f32)> = Vec::new();
-        let sink = self.logprob_sink.clone();
-        let mut record = |entry: TokenLogprob| {
-            if let Some(sink) = &sink
-                && let Ok(mut s) = sink.lock()
-            {
-                s.push(entry.clone());
-            }
-            logprobs.push(entry);
-        };
-        // Set when a sampled token was taken back because the document would no longer have
-        // fitted in the budget: the next step closes it (and nothing is taken back again, so
-        // a document that cannot be closed in time still ends, as truncated).
-        let mut must_close = false;
-        // The next mask, computed while the model evaluated the last tokens (it depends only
-        // on them), with its time.
-        let mut prepared = None;
-        let stop;
-        macro_rules! emit {
-            ($tokens:expr) => {{
-                for &t in $tokens {
-                    let piece = stream.push(vocab.bytes(t));
-                    if !piece.is_empty() {
-                        cancelled |= !on_text(&piece);
-                        text.push_str(&piece);
-                    }
-                }
-            }};
-        }
-        loop {
-            if cancelled {
-                stop = StopReason::Cancelled;
-                break;
-            }
-            let remaining = opts.max_tokens.saturating_sub(history.len());
-            if remaining == 0 {
-                stop = StopReason::MaxTokens;
-                break;
-            }
-            if let Some((session, cache)) = constraint.as_mut() {
-                // Near the budget: finish with the shortest valid completion, when it just
-                // fits or when the last sampled token would have made it too long.
-                if opts.close_at_budget
-                    && remaining <= CLOSING_WINDOW
-                    && let Some(tokens) = self.closing_tokens(session)
-                    && (must_close || tokens.len() + 1 >= remaining)
-                    && tokens.len() <= remaining
-                {
-                    for &t in &tokens {
-                        session.commit(t)?;
-                    }
-                    if top_n.is_some() {
-                        tokens
-                            .iter()
-                            .for_each(|&t| record(forced_logprob(&vocab, t)));
-                    }
-                    emit!(&tokens);
-                    history.extend(tokens.iter().map(|t| t.as_u32()));
-                    forced += tokens.len();
-                    self.trace_line(json!({"step": step, "closing": tokens.len()}));
-                    stop = if cancelled {
-                        StopReason::Cancelled
-                    } else {
-                        StopReason::BudgetClosed
-                    };
-                    break;
-                }
-                if opts.fast_forward {
-                    let bytes = session.forced_bytes(256);
-                    if !bytes.is_empty()
-                        && let Some(mut tokens) = self.kernel.longest_tokens(&bytes)
-                    {
-                        tokens.truncate(remaining);
-                        for &t in &tokens {
-                            session.commit(t)?;
-                        }
-                        // As for a sampled token below: forced text (a long key) after which
-                        // the shortest completion no longer fits is taken back, and the
-                        // document closed from before it.
-                        if opts.close_at_budget
-                            && remaining <= CLOSING_WINDOW
-                            && !must_close
-                            && self
-                                .closing_tokens(session)
-                                .is_some_and(|c| c.len() > remaining - tokens.len())
-                        {
-                            session.rollback(tokens.len())?;
-                            prepared = None;
-                            must_close = true;
-                            self.trace_line(json!({"step": step, "taken_back": tokens.len()}));
-                            continue;
-                        }
-                        if top_n.is_some() {
-                            tokens
-                                .iter()
-                                .for_each(|&t| record(forced_logprob(&vocab, t)));
-                        }
-                        emit!(&tokens);
-                        history.extend(tokens.iter().map(|t| t.as_u32()));
-                        forced += tokens.len();
-                        self.trace_line(json!({"step": step, "forced": tokens.len(),
-                            "text": String::from_utf8_lossy(&bytes)}));
-                        step += 1;
-                        self.feed_with(&tokens, &mut || {
-                            prepared = prepare_mask(session, cache, &mut mask, opts);
-                        })?;
-                        continue;
-                    }
-                }
-                let (stats, us) = match prepared.take() {
-                    Some((stats, us)) => (stats?, us),
-                    None => {
-                        let t = Instant::now();
-                        let stats = session.mask(cache, &mut mask)?;
-                        (stats, t.elapsed().as_secs_f64() * 1e6)
-                    }
-                };
-                mask_ms += us / 1e3;
-                masks += 1;
-                // Complete document, and nothing but whitespace or end of sequence can follow.
-                if session.is_accepting() {
-                    let mut rest = mask.clone();
-                    rest.difference_with(&self.whitespace);
-                    for e in self.kernel.eos() {
-                        rest.set(e.as_usize(), false);
-                    }
-                    if rest.is_clear() {
-                        stop = StopReason::Complete;
-                        break;
-                    }
-                }
-                apply(&mask, &mut self.logits)?;
-                let lse = top_n.map(|n| snapshot(&self.logits, n, &mut raw, &mut top));
-                let token = sampler.sample(&mut self.logits, &history)?;
-                let token = TokenId::new(token).expect("sampled inside the vocabulary");
-                session.commit(token)?;
-                // Keep the document closable within the budget: a token after which the
-                // shortest completion no longer fits (say a `,` that opens one more item) is
-                // taken back, and the document is closed instead.
-                if opts.close_at_budget
-                    && remaining <= CLOSING_WINDOW
-                    && !must_close
-                    && self
-                        .closing_tokens(session)
-                        .is_some_and(|c| c.len() + 1 > remaining)
-                {
-                    session.rollback(1)?;
-                    prepared = None;
-                    must_close = true;
-                    self.trace_line(json!({"step": step, "taken_back": token.as_u32()}));
-                    continue;
-                }
-                self.trace_line(json!({"step": step, "token": token.as_u32(),
-                    "text": String::from_utf8_lossy(vocab.bytes(token)),
-                    "allowed": stats.allowed, "cache_hit": stats.cache_hit, "mask_us": us}));
-                step += 1;
-                if session.is_finished() {
-                    stop = StopReason::Eos;
-                    break;
-                }
-                if let Some(lse) = lse {
-                    record(sampled_logprob(&vocab, token, &raw, &top, lse));
-                }
-                emit!(&[token]);
-                history.push(token.as_u32());
-                self.feed_with(&[token], &mut || {
-                    prepared = prepare_mask(session, cache, &mut mask, opts);
-                })?;
-            } else {
-                // Unconstrained: only ids the tokenizer knows.
-                for l in &mut self.logits[vocab.len().min(n_logits)..] {
-                    *l = f32::NEG_INFINITY;
-                }
-                if opts.ignore_eos {
-                    for &e in vocab.eos_ids().iter().chain(vocab.end_of_turn_ids()) {
-                        if let Some(l) = self.logits.get_mut(e.as_usize()) {
-                            *l = f32::NEG_INFINITY;
-                        }
-                    }
-                }
-                let lse = top_n.map(|n| snapshot(&self.logits, n, &mut raw, &mut top));
-                let token = sampler.sample(&mut self.logits, &history)?;
-                let token = TokenId::new(token).expect("sampled inside the vocabulary");
-                self.trace_line(json!({"step": step, "token": token.as_u32(),
-                    "text": String::from_utf8_lossy(vocab.bytes(token))}));
-                step += 1;
-                if vocab.is_eos(token) || vocab.end_of_turn_ids().contains(&token) {
-                    stop = StopReason::Eos;
-                    break;
-                }
-                history.push(token.as_u32());
-                if !vocab.is_special(token) {
-                    if let Some(lse) = lse {
-                        record(sampled_logprob(&vocab, token, &raw, &top, lse));
-                    }
-                    emit!(&[token]);
-                }
-                if let Some(s) = opts.stop.iter().find(|s| text.contains(s.as_str())) {
-                    let at = text.find(s.as_str()).expect("found");
-                    text.truncate(at);
-                    stop = StopReason::Stop;
-                    break;
-                }
-                self.feed(&[token])?;
-            }
-        }
-        let tail = stream.finish();
-        if !tail.is_empty() {
-            on_text(&tail);
-            text.push_str(&tail);
-        }
-        let complete = match &constraint {
-            Some((session, _)) => session.is_accepting(),
-            None => stop != StopReason::MaxTokens,
-        };
+        let mut decoder = Decoder::new(self, opts, on_text)?;
+        let (stop, complete) = decoder.run(self, constraint)?;
         let decode_ms = t1.elapsed().as_secs_f64() * 1e3;
-        let completion_tokens = history.len();
-        Ok(Output {
-            text,
-            prompt_tokens: prompt.len(),
-            completion_tokens,
-            forced_tokens: forced,
-            stop,
-            complete,
-            timing: Timing {
-                compile_ms: 0.0,
-                prompt_ms,
-                decode_ms,
-                tokens_per_s: if decode_ms > 0.0 {
-                    completion_tokens as f64 / (decode_ms / 1e3)
-                } else {
-                    0.0
-                },
-                mask_us_mean: if masks > 0 {
-                    mask_ms * 1e3 / masks as f64
-                } else {
-                    0.0
-                },
-                mask_ms_total: mask_ms,
-            },
-            logprobs,
-            reasoning: None,
-            reasoning_tokens: 0,
-        })
+        Ok(decoder.output(stop, complete, prompt.len(), prompt_ms, decode_ms))
     }
-}
-
-/// The mask of the next step, with its time in µs, unless the constraint forces the next
-/// bytes (then no mask is needed).
-fn prepare_mask<R: Recognizer>(
-    session: &mut Session<R>,
-    cache: &mut MaskCache,
-    mask: &mut FixedBitSet,
-    opts: &GenerateOptions,
-) -> Option<(Result<MaskStats, MaskError>, f64)> {
-    if opts.fast_forward && !session.forced_bytes(256).is_empty() {
-        return None;
-    }
-    let t = Instant::now();
-    let stats = session.mask(cache, mask);
-    Some((stats, t.elapsed().as_secs_f64() * 1e6))
 }
 
 /// The mask kernel of `tokenizer`'s vocabulary, for [`Generator::with_kernel`].

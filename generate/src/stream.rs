@@ -11,14 +11,20 @@ pub struct Utf8Stream {
 impl Utf8Stream {
     /// Adds bytes; returns the text that is now complete.
     pub fn push(&mut self, bytes: &[u8]) -> String {
-        self.pending.extend_from_slice(bytes);
         let mut out = String::new();
+        self.push_into(bytes, &mut out);
+        out
+    }
+
+    /// [`Utf8Stream::push`], appending the text that is now complete to `out`.
+    pub fn push_into(&mut self, bytes: &[u8], out: &mut String) {
+        self.pending.extend_from_slice(bytes);
         loop {
             match std::str::from_utf8(&self.pending) {
                 Ok(s) => {
                     out.push_str(s);
                     self.pending.clear();
-                    return out;
+                    return;
                 }
                 Err(e) => {
                     let valid = e.valid_up_to();
@@ -29,7 +35,7 @@ impl Utf8Stream {
                         // Incomplete character at the end: keep it.
                         None => {
                             self.pending.drain(..valid);
-                            return out;
+                            return;
                         }
                         Some(n) => {
                             out.push('\u{FFFD}');
@@ -43,9 +49,15 @@ impl Utf8Stream {
 
     /// Flushes what is left (an incomplete character becomes U+FFFD).
     pub fn finish(&mut self) -> String {
-        let s = String::from_utf8_lossy(&self.pending).into_owned();
+        let mut out = String::new();
+        self.finish_into(&mut out);
+        out
+    }
+
+    /// [`Utf8Stream::finish`], appending to `out`.
+    pub fn finish_into(&mut self, out: &mut String) {
+        out.push_str(&String::from_utf8_lossy(&self.pending));
         self.pending.clear();
-        s
     }
 }
 

@@ -644,8 +644,16 @@ impl<R: Recognizer> Session<R> {
     /// (empty when the next byte is a choice, or when end of sequence is possible).
     pub fn forced_bytes(&mut self, max: usize) -> Vec<u8> {
         let mut out = Vec::new();
+        self.forced_bytes_into(max, &mut out);
+        out
+    }
+
+    /// [`Session::forced_bytes`] into `out`, which is cleared first (no allocation once `out`
+    /// holds `max` bytes).
+    pub fn forced_bytes_into(&mut self, max: usize, out: &mut Vec<u8>) {
+        out.clear();
         if self.finished {
-            return out;
+            return;
         }
         while out.len() < max && !self.rec.is_accepting() {
             let mut only = None;
@@ -669,6 +677,5 @@ impl<R: Recognizer> Session<R> {
             }
         }
         self.rec.pop_bytes(out.len());
-        out
     }
 }

@@ -1,60 +1,10 @@
 //! Sampling does not allocate once the scratch buffers have grown.
 //!
-//! This test binary installs a global allocator that counts the allocations made by the
-//! current thread (a thread-local counter, so the test harness's other threads do not
-//! interfere), then samples 262,144-entry logits with every strategy and both mask densities.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
+//! The allocations are those of the current thread (`allocation_counter`, whose counting
+//! global allocator this test binary uses), so the test harness's other threads do not
+//! interfere. The test samples 262,144-entry logits with every strategy and both mask densities.
 
 use sampler::{Sampler, SamplerConfig};
-
-/// Forwards to the system allocator and counts allocations and reallocations per thread.
-struct CountingAllocator;
-
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn bump() {
-    // `try_with`: the counter may already be gone while the thread shuts down.
-    let _ = ALLOCATIONS.try_with(|n| n.set(n.get() + 1));
-}
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
-
-// SAFETY: every method forwards its arguments unchanged to `System`, which upholds the
-// `GlobalAlloc` contract; the counter is a const-initialised thread-local `Cell` that never
-// allocates.
-unsafe impl GlobalAlloc for CountingAllocator {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        bump();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        bump();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        bump();
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: CountingAllocator = CountingAllocator;
 
 const VOCAB: usize = 262_144;
 
@@ -114,13 +64,14 @@ fn logits(every: usize) -> Vec<f32> {
 fn allocations_while_sampling(sampler: &mut Sampler, base: &[f32], steps: usize) -> u64 {
     let mut scratch = base.to_vec();
     let mut history = Vec::with_capacity(steps);
-    let before = allocations();
-    for _ in 0..steps {
-        scratch.copy_from_slice(base);
-        let token = sampler.sample(&mut scratch, &history).expect("sample");
-        history.push(token);
-    }
-    allocations() - before
+    let info = allocation_counter::measure(|| {
+        for _ in 0..steps {
+            scratch.copy_from_slice(base);
+            let token = sampler.sample(&mut scratch, &history).expect("sample");
+            history.push(token);
+        }
+    });
+    info.count_total
 }
 
 #[test]
@@ -158,8 +109,8 @@ fn only_the_first_call_grows_the_buffers() {
 /// The counter is live: a deliberate allocation is seen (so the zeros above mean something).
 #[test]
 fn the_counter_sees_allocations() {
-    let before = allocations();
-    let v = std::hint::black_box(vec![1u8; 64]);
-    assert!(allocations() > before);
-    drop(v);
+    let info = allocation_counter::measure(|| {
+        drop(std::hint::black_box(vec![1u8; 64]));
+    });
+    assert!(info.count_total > 0);
 }

@@ -784,9 +784,7 @@ impl<M: Model> Generator<M> {
                 let grammar = Grammar::compile(&schema, &options)
                     .map_err(|e| schema_error("(all tools)", e))?;
                 compile_ms = t.elapsed().as_secs_f64() * 1e3;
-                let grammar = Arc::new(grammar);
-                self.put_compiled(key.clone(), grammar.clone(), None);
-                self.take_compiled(&key).expect("just stored")
+                (Arc::new(grammar), crate::engine::new_mask_cache())
             }
         };
         let calls = (branches != Branches::Text)
