@@ -10,12 +10,11 @@ use mask_kernel::{
     FixedBitSet, Kernel, MaskCache, MaskError, MaskStats, Recognizer, Session, apply,
 };
 use sampler::{Sampler, SamplerConfig};
-use schema_compiler::{Grammar, Options, PropertyOrder, Whitespace};
+use schema_compiler::{Grammar, Matcher, Options, PropertyOrder, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
-use crate::constraint::SchemaRecognizer;
 use crate::error::GenerateError;
 use crate::model::Model;
 use crate::stream::Utf8Stream;
@@ -681,7 +680,7 @@ impl<M: Model> Generator<M> {
                 };
                 out.is_empty() || on_reasoning(&out)
             };
-            self.run::<SchemaRecognizer>(prompt, None, &thinking, &mut on_piece)?
+            self.run::<Matcher>(prompt, None, &thinking, &mut on_piece)?
         };
         let cancelled = output.stop == StopReason::Cancelled;
         if !cancelled && !ended && started && !held.is_empty() {
@@ -730,8 +729,7 @@ impl<M: Model> Generator<M> {
                 let (grammar, compile_ms) = self.compile(schema)?;
                 let key = self.schema_key(schema);
                 let mut compiled = self.grammars.pop(&key).expect("just compiled");
-                let session =
-                    Session::new(self.kernel.clone(), SchemaRecognizer::new(grammar.clone()));
+                let session = Session::new(self.kernel.clone(), Matcher::new(grammar.clone()));
                 let r = self.run(
                     prompt,
                     Some((session, &mut compiled.cache)),
@@ -743,7 +741,7 @@ impl<M: Model> Generator<M> {
                 out.timing.compile_ms = compile_ms;
                 Ok(out)
             }
-            None => self.run::<SchemaRecognizer>(prompt, None, options, on_text),
+            None => self.run::<Matcher>(prompt, None, options, on_text),
         }
     }
 

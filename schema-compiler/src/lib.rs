@@ -5,6 +5,9 @@
 //! one byte at a time and can undo bytes, which is what constrained decoding needs: a mask
 //! kernel walks a vocabulary trie, pushing each token's bytes and popping them again, and
 //! keeps the tokens the automaton survives.
+//! For that, [`Matcher`] implements the byte-level [`recognizer::Recognizer`] trait, with the
+//! split of the vocabulary inside strings ([`Matcher::split`]); the string-content levels it
+//! reports are the `recognizer` crate's, the same the kernel precomputes tokens for.
 //!
 //! # Architecture
 //!
@@ -83,13 +86,14 @@ mod ir;
 pub mod json_text;
 mod matcher;
 mod options;
+mod recognize;
 mod report;
 pub mod text;
 
 pub use error::CompileError;
 pub use grammar::{Compiler, Grammar};
 pub use ir::ANY_ORDER_KEYWORD;
-pub use matcher::{LexemeSplit, Matcher};
+pub use matcher::Matcher;
 pub use options::{
     Draft, FormatMode, KeyEscapes, Limits, NumberPolicy, Options, PropertyOrder, Whitespace,
     any_order,

@@ -23,17 +23,16 @@
 
 use std::sync::Arc;
 
+use recognizer::{Close, LEVELS, Split, TOP_LEVEL};
+
 use crate::compile::{DfaId, EMPTY_LEXER, Kind, LeafSpec, LexerId, ObjSpec, Op};
-use crate::dfa::{CONTENT_LEVELS, DEAD, NO_PATH, SPACE_LEVEL, level_is_plain};
+use crate::dfa::{DEAD, NO_PATH, level_is_plain};
 use crate::grammar::{Grammar, NUMBER_BYTES};
 use crate::ir::NodeId;
 use crate::options::{KeyEscapes, Whitespace};
 use crate::text::decimal::Decimal;
 
 const NONE: u32 = u32::MAX;
-
-/// The content levels [`Matcher::split`] tries, in order.
-const LEVEL_ORDER: [u8; CONTENT_LEVELS as usize + 1] = [5, 4, 3, 2, 1, SPACE_LEVEL, 0];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 enum FrameKind {
@@ -2802,40 +2801,13 @@ mod smallstack {
     }
 }
 
-/// A lexeme the mask kernel can split the vocabulary on (see [`Matcher::split`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LexemeSplit {
-    /// Inside a string or key that accepts any content of a level (see
-    /// [`crate::dfa::CONTENT_LEVELS`]) up to a length: tokens without `"` spelled in that level
-    /// are allowed exactly when they are JSON string content of at most `budget` code points
-    /// (`None`: unbounded). The budget comes from `maxLength` or from a bounded repetition
-    /// (see [`crate::dfa::Dfa::string_budget`]). Below the top level the other tokens without
-    /// `"` depend only on the lexeme state written into the key, as for [`LexemeSplit::Walk`].
-    StringContent {
-        /// Code points still allowed.
-        budget: Option<u32>,
-        /// The level of content every token spelled in it keeps the string viable.
-        level: u8,
-        /// When the state after the closing quote does not depend on the content before it:
-        /// the range of code points that content may have for the string to close validly.
-        close: Option<(u32, u32)>,
-    },
-    /// Inside a key that accepts any content spelled with only the escapes JSON needs
-    /// ([`crate::KeyEscapes::Needed`]): tokens without `"` are allowed exactly when they are such
-    /// content.
-    KeyContent,
-    /// Inside a string or key whose content is constrained: the tokens without `"` depend only
-    /// on the lexeme state written into the key.
-    Walk,
-}
-
 /// A code-point budget for string content and the closing range, when content is free.
 type UniversalBudget = (Option<u32>, Option<(u32, u32)>);
 
 impl Matcher {
-    /// Whether every string content of `level` (see [`crate::dfa::CONTENT_LEVELS`]) keeps the
+    /// Whether every string content of `level` (see [`recognizer::CONTENT_LEVELS`]) keeps the
     /// current string or key viable: the code-point budget and, for strings, the closing range
-    /// (see [`LexemeSplit::StringContent`]).
+    /// (see [`Split::StringContent`]).
     fn universal_budget(&self, level: u8) -> Option<UniversalBudget> {
         let st = &self.st;
         let g = &*self.g;
@@ -3017,16 +2989,22 @@ impl Matcher {
         Some(None)
     }
 
-    /// The lexeme split for the mask kernel, writing the lexeme key for [`LexemeSplit::Walk`].
-    pub fn split(&self, key: &mut Vec<u32>) -> Option<LexemeSplit> {
+    /// The split of the vocabulary inside a string or key, for a mask kernel (see
+    /// [`recognizer::Recognizer::split`]), writing the lexeme key for [`Split::Walk`] and for
+    /// [`Split::StringContent`] below the top level.
+    ///
+    /// [`Split::StringContent`] says the string takes any content of a level up to a length:
+    /// the budget comes from `maxLength` or from a bounded repetition (see
+    /// [`crate::dfa::Dfa::string_budget`]). [`Split::KeyContent`] is a key that accepts any
+    /// content spelled with only the escapes JSON needs ([`crate::KeyEscapes::Needed`]).
+    pub fn split(&self, key: &mut Vec<u32>) -> Option<Split> {
         if !self.in_string() {
             return None;
         }
-        let top = CONTENT_LEVELS - 1;
+        let top = TOP_LEVEL;
         let is_key = self.st.lex.kind == LexKind::Key;
-        // Largest sets first; the space level beside level 1 has fewer tokens on the
-        // vocabularies at hand (about as many as level 0 with a space in front).
-        let found = LEVEL_ORDER.into_iter().find_map(|level| {
+        // Largest sets first (see `LEVELS`).
+        let found = LEVELS.into_iter().find_map(|level| {
             let found = self.universal_budget(level)?;
             // Keys at the top level are spelled with the escapes they may use, a set the
             // kernel does not count code points in.
@@ -3034,16 +3012,16 @@ impl Matcher {
         });
         if let Some((level, (budget, close))) = found {
             if level == top && is_key && self.g.options.key_escapes == KeyEscapes::Needed {
-                return Some(LexemeSplit::KeyContent);
+                return Some(Split::KeyContent);
             }
             if level != top {
                 key.push(level as u32);
                 self.lexeme_key(key);
             }
-            return Some(LexemeSplit::StringContent {
+            return Some(Split::StringContent {
                 budget,
                 level,
-                close,
+                close: close.map(|(lo, hi)| Close { lo, hi }),
             });
         }
         // With value hashing a string may be ended on trial inside its content (see
@@ -3053,7 +3031,7 @@ impl Matcher {
         }
         key.push(u32::MAX);
         self.lexeme_key(key);
-        Some(LexemeSplit::Walk)
+        Some(Split::Walk)
     }
 
     /// Writes the key of the lexeme state: equal keys accept the same tokens without `"`.
@@ -3606,7 +3584,7 @@ mod tests {
         m.push_bytes(br#"{"s":"ab"#).unwrap();
         let split = m.split(&mut Vec::new());
         assert!(
-            !matches!(split, Some(LexemeSplit::StringContent { budget: None, .. })),
+            !matches!(split, Some(Split::StringContent { budget: None, .. })),
             "{split:?}"
         );
         for walker in [false, true] {
