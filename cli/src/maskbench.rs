@@ -5,9 +5,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use benches::corpus;
-use benches::stats::Summary;
 use mask_kernel::{Kernel, MaskCache, MaskStats, Session};
+use schema_compiler::corpus::{self, Summary};
 use schema_compiler::{Grammar, Matcher, Options};
 use serde_json::{Value, json};
 use vocab_index::{TokenId, TrieKind, Vocabulary};

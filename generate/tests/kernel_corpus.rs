@@ -26,7 +26,7 @@ use std::sync::{Arc, OnceLock};
 
 use kernel_support::{Tok, shared_data, tok};
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
-use benches::corpus::{self, Instance};
+use schema_compiler::corpus::{self, Instance};
 use schema_compiler::{Grammar, Matcher, Options};
 
 /// Instances whose verdict under the generation grammar differs from the data's `valid` flag,

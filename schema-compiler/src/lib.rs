@@ -9,6 +9,9 @@
 //! split of the vocabulary inside strings ([`Matcher::split`]); the string-content levels it
 //! reports are the `recognizer` crate's, the same the kernel precomputes tokens for.
 //!
+//! [`corpus`] loads schemas with test instances (JSON-Schema-Test-Suite and MaskBench files)
+//! for the tools that replay them.
+//!
 //! # Architecture
 //!
 //! - JSON syntax is parsed deterministically with a stack of frames, one per open object or
@@ -79,6 +82,7 @@
 #![warn(missing_docs)]
 
 mod compile;
+pub mod corpus;
 pub mod dfa;
 mod error;
 mod grammar;
