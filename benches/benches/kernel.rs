@@ -11,9 +11,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use generate::SchemaRecognizer;
-use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session, apply};
-use schema_compiler::{Grammar, Options};
+use mask_kernel::{FixedBitSet, Kernel, MaskCache, Session, apply};
+use schema_compiler::{Grammar, Matcher, Options};
 use serde_json::json;
 use vocab_index::{TrieKind, Vocabulary};
 
@@ -65,12 +64,8 @@ fn states() -> Vec<(&'static str, serde_json::Value, &'static str)> {
     ]
 }
 
-fn session_at(
-    kernel: &Arc<Kernel>,
-    grammar: &Arc<Grammar>,
-    prefix: &str,
-) -> Session<SchemaRecognizer> {
-    let mut s = Session::new(kernel.clone(), SchemaRecognizer::new(grammar.clone()));
+fn session_at(kernel: &Arc<Kernel>, grammar: &Arc<Grammar>, prefix: &str) -> Session<Matcher> {
+    let mut s = Session::new(kernel.clone(), Matcher::new(grammar.clone()));
     for &b in prefix.as_bytes() {
         assert!(
             s.recognizer_mut().try_push_byte(b),

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
-use benches::stats::Summary;
+use schema_compiler::corpus::Summary;
 use serde_json::{Value, json};
 
 use serve::Server;

@@ -5,11 +5,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow};
-use benches::corpus;
-use benches::stats::Summary;
-use generate::SchemaRecognizer;
-use mask_kernel::{Kernel, MaskCache, MaskStats, Recognizer, Session};
-use schema_compiler::{Grammar, Options};
+use mask_kernel::{Kernel, MaskCache, MaskStats, Session};
+use schema_compiler::corpus::{self, Summary};
+use schema_compiler::{Grammar, Matcher, Options};
 use serde_json::{Value, json};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
@@ -101,7 +99,7 @@ fn replay(
     tokens: &[TokenId],
     mask_us: &mut Timings,
 ) -> Result<bool> {
-    let mut session = Session::new(kernel.clone(), SchemaRecognizer::new(grammar.clone()));
+    let mut session = Session::new(kernel.clone(), Matcher::new(grammar.clone()));
     let mut mask = session.new_mask();
     for &t in tokens {
         let start = Instant::now();

@@ -8,13 +8,12 @@ use std::time::Instant;
 use lru::LruCache;
 use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session};
 use sampler::SamplerConfig;
-use schema_compiler::{Grammar, Options, PropertyOrder, Whitespace};
+use schema_compiler::{Grammar, Matcher, Options, PropertyOrder, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
 use self::decode::Decoder;
-use crate::constraint::SchemaRecognizer;
 use crate::error::GenerateError;
 use crate::model::Model;
 use crate::template::{Message, SchemaInPrompt, inject_schema};
@@ -690,7 +689,7 @@ impl<M: Model> Generator<M> {
                 };
                 out.is_empty() || on_reasoning(&out)
             };
-            self.run::<SchemaRecognizer>(prompt, None, &thinking, &mut on_piece)?
+            self.run::<Matcher>(prompt, None, &thinking, &mut on_piece)?
         };
         let cancelled = output.stop == StopReason::Cancelled;
         if !cancelled && !ended && started && !held.is_empty() {
@@ -737,7 +736,7 @@ impl<M: Model> Generator<M> {
         match &request.schema {
             Some(schema) => {
                 let (key, mut compiled, compile_ms) = self.check_out(schema)?;
-                let recognizer = SchemaRecognizer::new(compiled.grammar.clone());
+                let recognizer = Matcher::new(compiled.grammar.clone());
                 let session = Session::new(self.kernel.clone(), recognizer);
                 let r = self.run(
                     prompt,
@@ -750,7 +749,7 @@ impl<M: Model> Generator<M> {
                 out.timing.compile_ms = compile_ms;
                 Ok(out)
             }
-            None => self.run::<SchemaRecognizer>(prompt, None, options, on_text),
+            None => self.run::<Matcher>(prompt, None, options, on_text),
         }
     }
 

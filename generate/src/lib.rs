@@ -15,11 +15,10 @@
 //! [`tools`].
 //!
 //! The [`Generator`] works with any [`Model`] (the `runtime-llama` crate provides one) and any
-//! [`mask_kernel::Recognizer`] as constraint.
+//! [`mask_kernel::Recognizer`] as constraint; a schema's is its [`schema_compiler::Matcher`].
 #![warn(missing_docs)]
 
 pub mod batch;
-pub mod constraint;
 pub mod engine;
 pub mod error;
 pub mod model;
@@ -31,7 +30,6 @@ pub mod tools;
 pub use batch::{
     BatchCounters, BatchModel, BatchOptions, BatchStats, Batcher, Lane, PerSequence, SeqStep,
 };
-pub use constraint::SchemaRecognizer;
 pub use engine::{
     GenerateOptions, Generator, LogprobSink, MAX_TOP_LOGPROBS, Output, Prompt, Reasoning, Request,
     StopReason, Timing, TokenLogprob, kernel_for, reasoning_end_in,

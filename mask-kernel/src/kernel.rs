@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
 
-use crate::string_content::{key_content, string_content};
+use recognizer::{LEVELS, QUOTE, TOP_LEVEL, key_content, spelled_in, string_content};
 
 /// Everything the kernel precomputes for one vocabulary. Immutable and `Send + Sync`: build it
 /// once per tokenizer and share it (`Arc`) between sessions and threads.
@@ -28,7 +28,7 @@ pub struct Kernel {
     /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
     /// code points; the last entry holds them all. Each with its number of tokens.
     by_budget: Vec<Counted>,
-    /// Per level below the top (see [`CONTENT_LEVELS`]; in the order of `TABLE_LEVELS`): the
+    /// Per level below the top (see [`recognizer::CONTENT_LEVELS`]; in the order of `table_levels`): the
     /// string-content tokens spelled in that level, by budget like `by_budget`.
     by_level: Vec<Vec<Counted>>,
     /// Per level below the top: the trie of the string-content tokens not spelled in it.
@@ -38,76 +38,15 @@ pub struct Kernel {
     eos: Vec<TokenId>,
 }
 
-/// Levels of JSON string content, each a set of characters that contains the ones before it:
-/// 0 ASCII letters and digits; 1 also every non-ASCII character but the white space and line
-/// terminators of ECMAScript (see [`is_unicode_space`]); 2 also the space; 3 every character a
-/// string may hold unescaped (no control character, `"` or `\\`) but those; 4 every character a
-/// string may hold unescaped; 5 everything (escapes included). The kernel precomputes, per
-/// level, the tokens spelled in it, so a string whose grammar takes every content of some level
-/// is masked without walking them.
-pub const CONTENT_LEVELS: u8 = 6;
-
-/// A level beside the chain of [`CONTENT_LEVELS`]: ASCII letters, digits and the space (for
-/// ASCII classes with a space, like `[\w\s/.,:-]`). Its tokens are precomputed too.
-pub const SPACE_LEVEL: u8 = CONTENT_LEVELS;
-
-/// The levels below the top, by the index of their tables in a [`Kernel`].
-const TABLE_LEVELS: [u8; CONTENT_LEVELS as usize] = [0, 1, 2, 3, 4, SPACE_LEVEL];
+/// The levels below the top (see [`recognizer::CONTENT_LEVELS`]), by the index of their tables in a
+/// [`Kernel`]: the top level spells every string-content token.
+fn table_levels() -> impl Iterator<Item = u8> {
+    LEVELS.into_iter().filter(|&level| level != TOP_LEVEL)
+}
 
 /// The index of the tables of `level` in a [`Kernel`] (`None` for the top level).
 fn table_index(level: u8) -> Option<usize> {
-    TABLE_LEVELS.iter().position(|&l| l == level)
-}
-
-/// Whether `c` is a non-ASCII character ECMAScript counts as white space or as a line
-/// terminator (what patterns with `\s` or `.` tell apart beyond ASCII).
-pub fn is_unicode_space(c: char) -> bool {
-    matches!(
-        c,
-        '\u{a0}' | '\u{1680}' | '\u{2000}'
-            ..='\u{200a}'
-                | '\u{2028}'
-                | '\u{2029}'
-                | '\u{202f}'
-                | '\u{205f}'
-                | '\u{3000}'
-                | '\u{feff}'
-    )
-}
-
-/// Whether `c` may spell content of `level` (see [`CONTENT_LEVELS`]).
-pub fn content_level_allows(level: u8, c: char) -> bool {
-    let alnum = c.is_ascii_alphanumeric();
-    let other = !c.is_ascii() && !is_unicode_space(c);
-    let plain = c >= ' ' && c != '"' && c != '\\';
-    match level {
-        0 => alnum,
-        1 => alnum || other,
-        2 => alnum || other || c == ' ',
-        3 => plain && !is_unicode_space(c),
-        4 => plain,
-        SPACE_LEVEL => alnum || c == ' ',
-        _ => true,
-    }
-}
-
-/// Whether the bytes of a string-content token spell content of `level` below the top: its
-/// characters are all of the level, and so is any character it stops inside (below level 1 it
-/// may stop inside none; from level 1 on, every unfinished character can finish as one of the
-/// level, as the spaces left out are single code points among many with the same lead bytes;
-/// the space level holds no non-ASCII character).
-fn spelled_in(level: u8, bytes: &[u8]) -> bool {
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => text,
-        Err(e) if e.error_len().is_none() && (1..CONTENT_LEVELS).contains(&level) => {
-            match std::str::from_utf8(&bytes[..e.valid_up_to()]) {
-                Ok(text) => text,
-                Err(_) => return false,
-            }
-        }
-        Err(_) => return false,
-    };
-    text.chars().all(|c| content_level_allows(level, c))
+    table_levels().position(|l| l == level)
 }
 
 /// Cumulative sets of `tokens` (code points, id) by budget: entry `r` holds those of at most
@@ -142,7 +81,7 @@ impl Kernel {
         let trie = AnyIndex::new(kind, &vocab)?;
         let quote_ids: Vec<TokenId> = vocab
             .indexable_ids()
-            .filter(|&id| vocab.bytes(id).contains(&b'"'))
+            .filter(|&id| vocab.bytes(id).contains(&QUOTE))
             .collect();
         let quote_trie = AnyIndex::build(kind, &vocab, quote_ids.iter().copied())?;
         let mut by_suffix: std::collections::BTreeMap<&[u8], Vec<(u32, TokenId)>> =
@@ -152,7 +91,7 @@ impl Kernel {
             let bytes = vocab.bytes(id);
             let q = bytes
                 .iter()
-                .position(|&b| b == b'"')
+                .position(|&b| b == QUOTE)
                 .expect("contains a quote");
             let (p, s) = (&bytes[..q], &bytes[q + 1..]);
             if p.contains(&b'\\') {
@@ -185,9 +124,9 @@ impl Kernel {
             .indexable_ids()
             .filter_map(|id| string_content(vocab.bytes(id)).map(|c| (c, id)))
             .collect();
-        let mut by_level = Vec::with_capacity(TABLE_LEVELS.len());
-        let mut outside = Vec::with_capacity(TABLE_LEVELS.len());
-        for level in TABLE_LEVELS {
+        let mut by_level = Vec::with_capacity(LEVELS.len() - 1);
+        let mut outside = Vec::with_capacity(LEVELS.len() - 1);
+        for level in table_levels() {
             let (inside, out): (Vec<_>, Vec<_>) = lens
                 .iter()
                 .partition(|&&(_, id)| spelled_in(level, vocab.bytes(id)));
@@ -244,9 +183,7 @@ impl Kernel {
         &self.quote_trie
     }
 
-    /// The trie of suffixes after a token's first quote (see [`Split::close`]).
-    ///
-    /// [`Split::close`]: crate::Split::close
+    /// The trie of suffixes after a token's first quote (see [`Close`](crate::Close)).
     pub(crate) fn close_trie(&self) -> &AnyIndex {
         &self.close_trie
     }
@@ -278,11 +215,11 @@ impl Kernel {
 
     /// Tokens that are string content of at most `budget` code points (`None`: any length).
     pub fn string_content(&self, budget: Option<u32>) -> &FixedBitSet {
-        &self.string_content_counted(CONTENT_LEVELS - 1, budget).0
+        &self.string_content_counted(TOP_LEVEL, budget).0
     }
 
-    /// String-content tokens spelled in content of `level` (see [`CONTENT_LEVELS`] and
-    /// [`SPACE_LEVEL`]) of at most `budget` code points (`None`: any length).
+    /// String-content tokens spelled in content of `level` (see [`recognizer::CONTENT_LEVELS`] and
+    /// [`SPACE_LEVEL`](recognizer::SPACE_LEVEL)) of at most `budget` code points (`None`: any length).
     pub fn string_content_at(&self, level: u8, budget: Option<u32>) -> &FixedBitSet {
         &self.string_content_counted(level, budget).0
     }
@@ -303,7 +240,7 @@ impl Kernel {
         table_index(level).map(|i| &self.outside[i])
     }
 
-    /// Tokens that are key content (see [`crate::key_content`]).
+    /// Tokens that are key content (see [`recognizer::key_content`]).
     pub fn key_content(&self) -> &FixedBitSet {
         &self.key_content.0
     }

@@ -9,19 +9,19 @@
 //!
 //! 1. The recognizer's [state key](Recognizer::state_key) is looked up in a caller-owned
 //!    [`MaskCache`] (bounded in bytes, real LRU, hit/miss counters).
-//! 2. On a miss, inside a string the vocabulary is split: tokens without `"` cannot leave the
-//!    string, so they depend on the string's lexer state alone. When the string takes every
-//!    content of some [level](CONTENT_LEVELS) (any text; any unescaped text but line breaks
-//!    for `.*`; or, say, letters, digits and non-ASCII characters for a pattern like
-//!    `[^\s/]+`; or ASCII letters, digits and the space, the [space level](SPACE_LEVEL), for
-//!    `[\w\s/.-]+`) the tokens spelled in that level are a precomputed set (by code-point
-//!    budget, for `maxLength` or a bounded repetition), and only the others are walked, in a
-//!    trie of their own, with the recognizer in lexeme-only mode; the walk is cached by lexer
-//!    state. Only the tokens
-//!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer, and
-//!    only along the content bytes that a first, lexeme-only pass over them took (the full
-//!    recognizer is slow to refuse a byte of a string; the lexeme-only mode learns a table of
-//!    successors as it goes).
+//! 2. On a miss, inside a string the vocabulary is split (see [`Split`]): tokens without `"`
+//!    cannot leave the string, so they depend on the string's lexer state alone. When the
+//!    string takes every content of some [level](recognizer::CONTENT_LEVELS) (any text; any
+//!    unescaped text but line breaks for `.*`; or, say, letters, digits and non-ASCII
+//!    characters for a pattern like `[^\s/]+`; or ASCII letters, digits and the space, the
+//!    [space level](recognizer::SPACE_LEVEL), for `[\w\s/.-]+`) the tokens spelled in that
+//!    level are a precomputed set (by code-point budget, for `maxLength` or a bounded
+//!    repetition), and only the others are walked, in a trie of their own, with the recognizer
+//!    in lexeme-only mode; the walk is cached by lexer state. Only the tokens containing `"`
+//!    (about 1% of a vocabulary) are then walked with the full recognizer, and only along the
+//!    content bytes that a first, lexeme-only pass over them took (the full recognizer is slow
+//!    to refuse a byte of a string; the lexeme-only mode learns a table of successors as it
+//!    goes).
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
 //!    subtree.
 //! 4. End of sequence is allowed exactly when the text is a complete document; special tokens
@@ -77,15 +77,13 @@ mod apply;
 mod cache;
 mod error;
 mod kernel;
-mod recognizer;
 mod session;
-mod string_content;
 
 pub use apply::apply;
 pub use cache::{CacheStats, MaskCache};
 pub use error::MaskError;
 pub use fixedbitset::FixedBitSet;
-pub use kernel::{CONTENT_LEVELS, Kernel, SPACE_LEVEL, content_level_allows, is_unicode_space};
-pub use recognizer::{Inside, Recognizer, Split};
+pub use kernel::Kernel;
+/// The trait a grammar implements and its split, from the `recognizer` crate.
+pub use recognizer::{Close, Recognizer, Split};
 pub use session::{MaskStats, Session};
-pub use string_content::{key_content, string_content};

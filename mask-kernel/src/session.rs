@@ -8,7 +8,7 @@ use vocab_index::{AnyIndex, TokenId, TrieVisitor, VocabIndex};
 use crate::cache::{MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
-use crate::recognizer::{Inside, Recognizer};
+use recognizer::{Close, QUOTE, Recognizer, Split};
 
 /// What one [`Session::mask`] call did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -197,7 +197,7 @@ impl<R: Recognizer> TrieVisitor for Replay<'_, R> {
             let i = self.next;
             self.next += 1;
             match self.taken[i] {
-                0 if byte != b'"' => return false,
+                0 if byte != QUOTE => return false,
                 0 => closes = true,
                 end => subtree_end = Some(end as usize),
             }
@@ -391,27 +391,29 @@ impl<R: Recognizer> Session<R> {
         let kernel = self.kernel.clone();
         self.split_key.clear();
         match self.rec.split(&mut self.split_key) {
-            Some(split) if split.boundary == b'"' => {
+            Some(split) => {
                 stats.split = true;
-                match split.inside {
+                match split {
                     // The precomputed set comes first (into an empty mask), and the inside
                     // walk covers only tokens outside it, so the counts add up.
-                    Inside::StringContent { budget, level } => {
+                    Split::StringContent { budget, level, .. } => {
                         let (set, n) = kernel.string_content_counted(level, budget);
                         self.tally.union_disjoint(out, set, *n);
                         if let Some(trie) = kernel.outside_level(level) {
                             stats.nodes += self.walk_inside(cache, trie, out);
                         }
                     }
-                    Inside::KeyContent => {
+                    Split::KeyContent => {
                         let (set, n) = kernel.key_content_counted();
                         self.tally.union_disjoint(out, set, *n);
                     }
-                    Inside::Walk => stats.nodes += self.walk_inside(cache, kernel.trie(), out),
+                    Split::Walk => stats.nodes += self.walk_inside(cache, kernel.trie(), out),
                 }
-                match (split.inside, split.close) {
-                    (Inside::StringContent { .. }, Some((lo, hi))) => {
-                        stats.nodes += self.close_once(&kernel, lo, hi, out);
+                match split {
+                    Split::StringContent {
+                        close: Some(close), ..
+                    } => {
+                        stats.nodes += self.close_once(&kernel, close, out);
                         stats.nodes += self.walk_quotes(kernel.escaped_quote_trie(), out);
                     }
                     _ => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
@@ -497,22 +499,24 @@ impl<R: Recognizer> Session<R> {
         nodes
     }
 
-    /// Closes the string once (after `lo` filler characters) and walks the suffixes that can
-    /// follow; adds every token `content"suffix` whose content has `lo..=hi` code points.
-    fn close_once(&mut self, kernel: &Kernel, lo: u32, hi: u32, out: &mut FixedBitSet) -> u64 {
+    /// Closes the string once (after the [filler](Close::filler) of `lo` code points) and
+    /// walks the suffixes that can follow; adds every token `content"suffix` whose content has
+    /// `lo..=hi` code points.
+    fn close_once(&mut self, kernel: &Kernel, close: Close, out: &mut FixedBitSet) -> u64 {
+        let Close { lo, hi } = close;
         if lo > hi {
             return 0;
         }
         let mut pushed = 0;
-        while pushed < lo as usize {
-            if !self.rec.try_push_byte(b'a') {
+        for byte in close.filler() {
+            if !self.rec.try_push_byte(byte) {
                 self.rec.pop_bytes(pushed);
                 return 0;
             }
             pushed += 1;
         }
         let mut nodes = 0;
-        if self.rec.try_push_byte(b'"') {
+        if self.rec.try_push_byte(QUOTE) {
             pushed += 1;
             let add = |out: &mut FixedBitSet, tally: &mut Tally, list: &[(u32, TokenId)]| {
                 let from = list.partition_point(|&(cp, _)| cp < lo);

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{known_bug, reference_content as reference};
-use mask_kernel::string_content;
 use proptest::prelude::*;
+use recognizer::string_content;
 
 const FRAGMENTS: &[&[u8]] = &[
     b"\"",

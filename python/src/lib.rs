@@ -6,8 +6,8 @@
 //!   (`vocab-index`, `mask-kernel`).
 //! - [`grammar::Grammar`]: a JSON Schema compiled by `schema-compiler`, bound to a vocabulary;
 //!   immutable and shared between threads.
-//! - [`matcher::Matcher`]: one document under a grammar: a `mask-kernel` session of
-//!   `generate`'s schema recognizer, with its own mask cache. It fills rows of the `int32`
+//! - [`matcher::Matcher`]: one document under a grammar: a `mask-kernel` session of the
+//!   grammar's `schema_compiler::Matcher` (a byte-level recognizer), with its own mask cache. It fills rows of the `int32`
 //!   bitmask every host shares (`[rows, ceil(V/32)]`, bit `i` of word `j` is token `32*j + i`)
 //!   through the buffer protocol, without copying ([`bitmask`]).
 //!

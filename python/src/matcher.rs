@@ -2,11 +2,13 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use generate::SchemaRecognizer;
 use mask_kernel::{FixedBitSet, Kernel, MaskCache, MaskError, Session};
+// The grammar's own matcher is the recognizer the session walks; `Matcher` here is the
+// Python class.
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use schema_compiler::Matcher as Document;
 
 use crate::bitmask::{Bitmask, Rows};
 use crate::errors::{TERMINATED, mask_error};
@@ -21,7 +23,7 @@ const POISONED: &str = "a matcher is unusable: an earlier call failed inside it;
 
 /// What a matcher changes: the session, its mask cache and the mask being filled.
 struct State {
-    session: Session<SchemaRecognizer>,
+    session: Session<Document>,
     cache: MaskCache,
     mask: FixedBitSet,
 }
@@ -102,7 +104,7 @@ impl Matcher {
     #[pyo3(signature = (grammar, *, cache_bytes=16 << 20))]
     fn new(grammar: Bound<'_, Grammar>, cache_bytes: usize) -> Matcher {
         let g = grammar.get();
-        let session = Session::new(g.kernel.clone(), SchemaRecognizer::new(g.grammar.clone()));
+        let session = Session::new(g.kernel.clone(), Document::new(g.grammar.clone()));
         let mask = session.new_mask();
         Matcher {
             compiled: g.grammar.clone(),
@@ -154,10 +156,7 @@ impl Matcher {
     /// Back to the start of a document (the mask cache is kept: it stays valid).
     fn reset(&self) -> PyResult<()> {
         let mut st = self.lock()?;
-        st.session = Session::new(
-            self.kernel.clone(),
-            SchemaRecognizer::new(self.compiled.clone()),
-        );
+        st.session = Session::new(self.kernel.clone(), Document::new(self.compiled.clone()));
         Ok(())
     }
 

@@ -5,6 +5,12 @@
 //! one byte at a time and can undo bytes, which is what constrained decoding needs: a mask
 //! kernel walks a vocabulary trie, pushing each token's bytes and popping them again, and
 //! keeps the tokens the automaton survives.
+//! For that, [`Matcher`] implements the byte-level [`recognizer::Recognizer`] trait, with the
+//! split of the vocabulary inside strings ([`Matcher::split`]); the string-content levels it
+//! reports are the `recognizer` crate's, the same the kernel precomputes tokens for.
+//!
+//! [`corpus`] loads schemas with test instances (JSON-Schema-Test-Suite and MaskBench files)
+//! for the tools that replay them.
 //!
 //! # Architecture
 //!
@@ -85,10 +91,13 @@
 //! | [`dfa`] | byte DFAs: tables and queries (`mod.rs`), building (`build.rs`), content levels (`levels.rs`), content flags and budgets (`content.rs`) |
 //! | `matcher/` | the [`Matcher`]: state and journal, syntax, keys, lexemes, string decoding, value hashing, viability, the lexeme walker, the split and cache keys for the mask kernel, completion |
 //! | [`text`] | ECMA-262 patterns, formats, numeric languages, exact decimals |
+//! | `recognize` | [`Matcher`] as a [`recognizer::Recognizer`] |
+//! | [`corpus`] | Test-Suite and MaskBench files as schemas with instances, for the tools that replay them |
 //! | `options`, `error`, `report` | [`Options`], [`CompileError`], [`CompileReport`] |
 #![warn(missing_docs)]
 
 mod build;
+pub mod corpus;
 pub mod dfa;
 mod error;
 mod grammar;
@@ -96,6 +105,7 @@ mod ir;
 pub mod json_text;
 mod matcher;
 mod options;
+mod recognize;
 mod report;
 mod tables;
 pub mod text;
@@ -103,7 +113,7 @@ pub mod text;
 pub use error::CompileError;
 pub use grammar::{Compiler, Grammar};
 pub use ir::ANY_ORDER_KEYWORD;
-pub use matcher::{LexemeSplit, Matcher};
+pub use matcher::Matcher;
 pub use options::{
     Draft, FormatMode, KeyEscapes, Limits, NumberPolicy, Options, PropertyOrder, Whitespace,
     any_order,

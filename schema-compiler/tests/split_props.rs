@@ -1,6 +1,6 @@
 //! What [`Matcher::split`] claims inside a string is what the matcher does byte by byte.
 //!
-//! The mask kernel trusts a [`LexemeSplit::StringContent`] answer without walking the
+//! The mask kernel trusts a [`Split::StringContent`] answer without walking the
 //! vocabulary: every token spelled in the level is allowed exactly when it is content of at
 //! most `budget` code points. So at every point inside a string of every instance, each content
 //! of the level (drawn from pieces of the schema's own strings, so that they continue and
@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use proptest::sample::select;
-use schema_compiler::dfa::content_level_allows;
-use schema_compiler::{Grammar, LexemeSplit, Matcher, Options};
+use recognizer::{Split, content_level_allows};
+use schema_compiler::{Grammar, Matcher, Options};
 use serde_json::{Value, json};
 
 /// Strings that share prefixes and end at different points.
@@ -125,7 +125,7 @@ fn contents() -> Vec<String> {
 /// Checks the split claim at the matcher's current state; `Err` describes a broken claim.
 fn check_split(m: &mut Matcher, contents: &[String]) -> Result<(), String> {
     let mut key = Vec::new();
-    let Some(LexemeSplit::StringContent { budget, level, .. }) = m.split(&mut key) else {
+    let Some(Split::StringContent { budget, level, .. }) = m.split(&mut key) else {
         return Ok(());
     };
     for c in contents {
@@ -234,7 +234,7 @@ fn the_issue_repro_accepts_the_longer_value() {
     assert!(
         !matches!(
             split,
-            Some(LexemeSplit::StringContent {
+            Some(Split::StringContent {
                 budget: Some(0),
                 ..
             })

@@ -25,10 +25,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use benches::corpus;
 use benches::peers::{Engine, EngineRun, Report, SchemaOutcome, run_schema};
 use clap::{Parser, ValueEnum};
 use mask_kernel::Kernel;
+use schema_compiler::corpus;
 use vocab_index::{TrieKind, Vocabulary};
 
 /// An engine to run.

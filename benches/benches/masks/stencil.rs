@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use benches::peers::Engine;
-use generate::SchemaRecognizer;
 use mask_kernel::{FixedBitSet, Kernel, MaskCache, Session};
-use schema_compiler::{Grammar, NoteKind, Options};
+use schema_compiler::{Grammar, Matcher, NoteKind, Options};
 use serde_json::Value;
 use vocab_index::TokenId;
 
@@ -44,7 +43,7 @@ impl Stencil {
 
 /// A session and the buffer its masks go to.
 pub struct Run {
-    session: Session<SchemaRecognizer>,
+    session: Session<Matcher>,
     mask: FixedBitSet,
 }
 
@@ -66,10 +65,7 @@ impl Engine for Stencil {
     }
 
     fn start(&mut self, grammar: &mut Self::Grammar) -> Result<Run> {
-        let session = Session::new(
-            self.kernel.clone(),
-            SchemaRecognizer::new(grammar.0.clone()),
-        );
+        let session = Session::new(self.kernel.clone(), Matcher::new(grammar.0.clone()));
         let mask = session.new_mask();
         Ok(Run { session, mask })
     }

@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::run::{Compile, EngineRun};
 use super::svg;
-use crate::stats::Summary;
+use schema_compiler::corpus::Summary;
 
 /// Counts and timing percentiles of one engine over a set of schemas.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -70,7 +70,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mask_kernel::{Recognizer, Session};
-use schema_compiler::{Grammar, Whitespace};
+use schema_compiler::{Grammar, Matcher, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -790,11 +790,7 @@ impl<M: Model> Generator<M> {
         let calls = (branches != Branches::Text)
             .then(|| CallSequence::new(grammar.clone(), Arc::new(format.layout(max_calls))));
         let mut recognizer = match &text_grammar {
-            Some(g) => ToolRecognizer::with_schema_text(
-                branches,
-                crate::SchemaRecognizer::new(g.clone()),
-                calls,
-            ),
+            Some(g) => ToolRecognizer::with_schema_text(branches, Matcher::new(g.clone()), calls),
             None => ToolRecognizer::new(branches, text, calls),
         };
         let prefill = match &turn.prefill {

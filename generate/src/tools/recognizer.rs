@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use mask_kernel::{Inside, Recognizer, Split};
+use mask_kernel::{Recognizer, Split};
 use schema_compiler::{Grammar, Matcher};
 
 /// How calls are laid out around their JSON objects.
@@ -336,22 +336,15 @@ impl Recognizer for CallSequence {
         let m = self.json_matcher()?;
         let start = key.len();
         key.extend([u32::MAX, self.escape as u32]);
-        match crate::constraint::lexeme_split(m, key)? {
-            split @ Split {
-                inside: Inside::Walk,
-                ..
-            } => Some(split),
+        match m.split(key)? {
+            Split::Walk => Some(Split::Walk),
             // The kernel's precomputed string-content sets allow `\u` escapes, which calls do
             // not: walk instead, keyed by the whole state.
-            Split { boundary, .. } => {
+            Split::StringContent { .. } | Split::KeyContent => {
                 key.truncate(start);
                 key.extend([u32::MAX - 1, self.escape as u32]);
                 m.state_key(key);
-                Some(Split {
-                    boundary,
-                    inside: Inside::Walk,
-                    close: None,
-                })
+                Some(Split::Walk)
             }
         }
     }
@@ -519,7 +512,7 @@ impl Recognizer for TextGuard {
 #[derive(Debug, Clone)]
 enum TextBranch {
     Guard(TextGuard),
-    Schema(Box<crate::SchemaRecognizer>),
+    Schema(Box<Matcher>),
 }
 
 impl TextBranch {
@@ -597,7 +590,7 @@ impl ToolRecognizer {
     /// As [`ToolRecognizer::new`].
     pub fn with_schema_text(
         branches: Branches,
-        text: crate::SchemaRecognizer,
+        text: Matcher,
         calls: Option<CallSequence>,
     ) -> Self {
         let mut r = ToolRecognizer::new(branches, TextGuard::new(b"", b""), calls);

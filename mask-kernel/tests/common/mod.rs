@@ -11,9 +11,8 @@
 
 use std::sync::Arc;
 
-use mask_kernel::{
-    CONTENT_LEVELS, FixedBitSet, Inside, Kernel, MaskCache, Recognizer, Session, Split,
-};
+use mask_kernel::{Close, FixedBitSet, Kernel, MaskCache, Recognizer, Session, Split};
+use recognizer::TOP_LEVEL;
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
 /// Which lexeme fast path the recognizer offers inside a string.
@@ -21,13 +20,13 @@ use vocab_index::{TokenId, TrieKind, Vocabulary};
 pub enum SplitMode {
     /// No split: the kernel walks the whole trie.
     Off,
-    /// `Inside::StringContent` without the closing fast path (only for free content).
+    /// `Split::StringContent` without the closing fast path (only for free content).
     Content,
-    /// `Inside::StringContent` with `close` (only for free content).
+    /// `Split::StringContent` with `close` (only for free content).
     ContentClose,
-    /// `Inside::Walk`, keyed by the lexeme state.
+    /// `Split::Walk`, keyed by the lexeme state.
     Walk,
-    /// `Inside::StringContent` at a level below the top (only for free content): the tokens
+    /// `Split::StringContent` at a level below the top (only for free content): the tokens
     /// spelled in it precomputed, the others walked.
     Level(u8),
 }
@@ -382,18 +381,13 @@ impl Recognizer for StrList {
             _ => false,
         };
         if content {
-            let close = (self.knobs.split == SplitMode::ContentClose).then(|| {
-                (
-                    self.lang.min.saturating_sub(l.count),
-                    budget.unwrap_or(u32::MAX),
-                )
+            let close = (self.knobs.split == SplitMode::ContentClose).then(|| Close {
+                lo: self.lang.min.saturating_sub(l.count),
+                hi: budget.unwrap_or(u32::MAX),
             });
-            return Some(Split {
-                boundary: b'"',
-                inside: Inside::StringContent {
-                    budget,
-                    level: CONTENT_LEVELS - 1,
-                },
+            return Some(Split::StringContent {
+                budget,
+                level: TOP_LEVEL,
                 close,
             });
         }
@@ -411,13 +405,13 @@ impl Recognizer for StrList {
             l.hi as u32,
             budget.unwrap_or(u32::MAX),
         ]);
-        Some(Split {
-            boundary: b'"',
-            inside: match level {
-                Some(level) => Inside::StringContent { budget, level },
-                None => Inside::Walk,
+        Some(match level {
+            Some(level) => Split::StringContent {
+                budget,
+                level,
+                close: None,
             },
-            close: None,
+            None => Split::Walk,
         })
     }
 
@@ -446,7 +440,7 @@ pub fn known_bug(bytes: &[u8]) -> bool {
             && hex(&t[4..])
     };
     (partial || high)
-        && mask_kernel::string_content(bytes).is_some()
+        && recognizer::string_content(bytes).is_some()
         && reference_content(bytes).is_none()
 }
 

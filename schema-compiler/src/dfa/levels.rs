@@ -1,4 +1,5 @@
-//! Levels of JSON string content: the character sets the mask kernel precomputes tokens for.
+//! Levels of JSON string content: the character sets the mask kernel precomputes tokens for,
+//! defined in the `recognizer` crate and re-exported here with the DFAs built from them.
 //!
 //! [`CONTENT_LEVELS`] form a chain, each level holding the characters of the ones before it;
 //! [`SPACE_LEVEL`] stands beside the chain. [`content_level_allows`] says which characters a
@@ -9,64 +10,12 @@ use super::build::utf8_universe;
 use super::{Dfa, DfaLimits};
 use std::sync::OnceLock;
 
-/// Levels of JSON string content, each a set of characters that contains the ones before it:
-/// 0 ASCII letters and digits; 1 also every non-ASCII character but the white space and line
-/// terminators of ECMAScript (see [`is_unicode_space`]); 2 also the space; 3 every character a
-/// string may hold unescaped (no control character, `"` or `\\`) but those; 4 every character a
-/// string may hold unescaped; 5 every character, escapes included. The mask kernel precomputes
-/// the tokens spelled in each level. The levels that leave the non-ASCII spaces out are the
-/// ones patterns with `.` or `\S` take.
-pub const CONTENT_LEVELS: u8 = 6;
-
-/// The lowest level (see [`CONTENT_LEVELS`]) that holds every character a string may hold
-/// unescaped.
-pub const PLAIN_LEVEL: u8 = 4;
-
-/// A level beside the chain of [`CONTENT_LEVELS`]: ASCII letters, digits and the space (more
-/// than level 0, less than level 2, and neither more nor less than level 1). ASCII classes with
-/// a space, like `[\w\s/.,:-]` or the path part of a URL pattern, take it.
-pub const SPACE_LEVEL: u8 = CONTENT_LEVELS;
-
-/// Whether content of `level` (see [`CONTENT_LEVELS`] and [`SPACE_LEVEL`]) holds every
-/// character a string may hold unescaped.
-pub fn level_is_plain(level: u8) -> bool {
-    (PLAIN_LEVEL..CONTENT_LEVELS).contains(&level)
-}
-
-/// The non-ASCII characters ECMAScript counts as white space or as line terminators, as
-/// ranges: what `\s` matches and `.` does not beyond ASCII.
-const UNICODE_SPACES: [(char, char); 8] = [
-    ('\u{a0}', '\u{a0}'),
-    ('\u{1680}', '\u{1680}'),
-    ('\u{2000}', '\u{200a}'),
-    ('\u{2028}', '\u{2029}'),
-    ('\u{202f}', '\u{202f}'),
-    ('\u{205f}', '\u{205f}'),
-    ('\u{3000}', '\u{3000}'),
-    ('\u{feff}', '\u{feff}'),
-];
-
-/// Whether `c` is a non-ASCII character ECMAScript counts as white space or as a line
-/// terminator: what `\s` matches and `.` does not beyond ASCII.
-pub fn is_unicode_space(c: char) -> bool {
-    UNICODE_SPACES.iter().any(|&(lo, hi)| lo <= c && c <= hi)
-}
-
-/// Whether `c` may appear in content of level `level` (see [`CONTENT_LEVELS`]).
-pub fn content_level_allows(level: u8, c: char) -> bool {
-    let alnum = c.is_ascii_alphanumeric();
-    let other = !c.is_ascii() && !is_unicode_space(c);
-    let plain = c >= ' ' && c != '"' && c != '\\';
-    match level {
-        0 => alnum,
-        1 => alnum || other,
-        2 => alnum || other || c == ' ',
-        3 => plain && !is_unicode_space(c),
-        4 => plain,
-        SPACE_LEVEL => alnum || c == ' ',
-        _ => true,
-    }
-}
+// The levels are defined once, beside the recognizer trait, so that the mask kernel
+// precomputes its tokens for the same character sets these DFAs take.
+pub use recognizer::{
+    CONTENT_LEVELS, PLAIN_LEVEL, SPACE_LEVEL, UNICODE_SPACES, content_level_allows,
+    is_unicode_space, level_is_plain,
+};
 
 /// The DFA of every content of `level` (see [`CONTENT_LEVELS`]): UTF-8 text of the level's
 /// characters, accepting at character boundaries. Built once per process.

@@ -34,8 +34,6 @@ mod syntax;
 mod tests;
 mod viability;
 
-pub use split::LexemeSplit;
-
 use std::sync::Arc;
 
 use crate::grammar::Grammar;

@@ -1,54 +1,26 @@
 //! What the mask kernel reads from a matcher: the lexeme split and the cache keys.
 //!
 //! [`Matcher::split`] tells the kernel when the current string or key takes every content of a
-//! level up to a budget ([`LexemeSplit`]), so that a precomputed token set can stand in for a
+//! level up to a budget ([`Split`]), so that a precomputed token set can stand in for a
 //! trie walk; [`Matcher::state_key`] and the lexeme key identify states that allow the same
 //! continuations.
 
 use super::Matcher;
 use super::state::{FrameKind, LexKind, Mode, NONE, Role};
 use super::viability::{DeadSinks, every};
-use crate::dfa::{CONTENT_LEVELS, SPACE_LEVEL, level_is_plain};
+use recognizer::{Close, LEVELS, Split, TOP_LEVEL};
+
+use crate::dfa::level_is_plain;
 use crate::options::KeyEscapes;
 use crate::tables::LeafSpec;
-
-/// The content levels [`Matcher::split`] tries, in order.
-const LEVEL_ORDER: [u8; CONTENT_LEVELS as usize + 1] = [5, 4, 3, 2, 1, SPACE_LEVEL, 0];
-
-/// A lexeme the mask kernel can split the vocabulary on (see [`Matcher::split`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LexemeSplit {
-    /// Inside a string or key that accepts any content of a level (see
-    /// [`crate::dfa::CONTENT_LEVELS`]) up to a length: tokens without `"` spelled in that level
-    /// are allowed exactly when they are JSON string content of at most `budget` code points
-    /// (`None`: unbounded). The budget comes from `maxLength` or from a bounded repetition
-    /// (see [`crate::dfa::Dfa::string_budget`]). Below the top level the other tokens without
-    /// `"` depend only on the lexeme state written into the key, as for [`LexemeSplit::Walk`].
-    StringContent {
-        /// Code points still allowed.
-        budget: Option<u32>,
-        /// The level of content every token spelled in it keeps the string viable.
-        level: u8,
-        /// When the state after the closing quote does not depend on the content before it:
-        /// the range of code points that content may have for the string to close validly.
-        close: Option<(u32, u32)>,
-    },
-    /// Inside a key that accepts any content spelled with only the escapes JSON needs
-    /// ([`crate::KeyEscapes::Needed`]): tokens without `"` are allowed exactly when they are such
-    /// content.
-    KeyContent,
-    /// Inside a string or key whose content is constrained: the tokens without `"` depend only
-    /// on the lexeme state written into the key.
-    Walk,
-}
 
 /// A code-point budget for string content and the closing range, when content is free.
 type UniversalBudget = (Option<u32>, Option<(u32, u32)>);
 
 impl Matcher {
-    /// Whether every string content of `level` (see [`crate::dfa::CONTENT_LEVELS`]) keeps the
+    /// Whether every string content of `level` (see [`recognizer::CONTENT_LEVELS`]) keeps the
     /// current string or key viable: the code-point budget and, for strings, the closing range
-    /// (see [`LexemeSplit::StringContent`]).
+    /// (see [`Split::StringContent`]).
     fn universal_budget(&self, level: u8) -> Option<UniversalBudget> {
         let st = &self.state;
         let g = &*self.g;
@@ -230,16 +202,22 @@ impl Matcher {
         Some(None)
     }
 
-    /// The lexeme split for the mask kernel, writing the lexeme key for [`LexemeSplit::Walk`].
-    pub fn split(&self, key: &mut Vec<u32>) -> Option<LexemeSplit> {
+    /// The split of the vocabulary inside a string or key, for a mask kernel (see
+    /// [`recognizer::Recognizer::split`]), writing the lexeme key for [`Split::Walk`] and for
+    /// [`Split::StringContent`] below the top level.
+    ///
+    /// [`Split::StringContent`] says the string takes any content of a level up to a length:
+    /// the budget comes from `maxLength` or from a bounded repetition (see
+    /// [`crate::dfa::Dfa::string_budget`]). [`Split::KeyContent`] is a key that accepts any
+    /// content spelled with only the escapes JSON needs ([`crate::KeyEscapes::Needed`]).
+    pub fn split(&self, key: &mut Vec<u32>) -> Option<Split> {
         if !self.in_string() {
             return None;
         }
-        let top = CONTENT_LEVELS - 1;
+        let top = TOP_LEVEL;
         let is_key = self.state.lex.kind == LexKind::Key;
-        // Largest sets first; the space level beside level 1 has fewer tokens on the
-        // vocabularies at hand (about as many as level 0 with a space in front).
-        let found = LEVEL_ORDER.into_iter().find_map(|level| {
+        // Largest sets first (see `LEVELS`).
+        let found = LEVELS.into_iter().find_map(|level| {
             let found = self.universal_budget(level)?;
             // Keys at the top level are spelled with the escapes they may use, a set the
             // kernel does not count code points in.
@@ -247,16 +225,16 @@ impl Matcher {
         });
         if let Some((level, (budget, close))) = found {
             if level == top && is_key && self.g.options.key_escapes == KeyEscapes::Needed {
-                return Some(LexemeSplit::KeyContent);
+                return Some(Split::KeyContent);
             }
             if level != top {
                 key.push(level as u32);
                 self.lexeme_key(key);
             }
-            return Some(LexemeSplit::StringContent {
+            return Some(Split::StringContent {
                 budget,
                 level,
-                close,
+                close: close.map(|(lo, hi)| Close { lo, hi }),
             });
         }
         // With value hashing a string may be ended on trial inside its content (see
@@ -266,7 +244,7 @@ impl Matcher {
         }
         key.push(u32::MAX);
         self.lexeme_key(key);
-        Some(LexemeSplit::Walk)
+        Some(Split::Walk)
     }
 
     /// Writes the key of the lexeme state: equal keys accept the same tokens without `"`.

@@ -99,7 +99,10 @@ fn a_length_limit_beside_free_obligations_is_left_to_the_walk() {
     m.push_bytes(br#"{"s":"ab"#).unwrap();
     let split = m.split(&mut Vec::new());
     assert!(
-        !matches!(split, Some(LexemeSplit::StringContent { budget: None, .. })),
+        !matches!(
+            split,
+            Some(recognizer::Split::StringContent { budget: None, .. })
+        ),
         "{split:?}"
     );
     for walker in [false, true] {

@@ -5,14 +5,13 @@ mod kernel_support;
 
 use std::sync::Arc;
 
-use generate::SchemaRecognizer;
 use kernel_support::cases::cases;
 use kernel_support::{
     Rng, Tok, brute_forced, diff, grammar, grammar_with, recognizer_at, spelled, tok,
 };
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
 use proptest::prelude::*;
-use schema_compiler::{Grammar, KeyEscapes, Options, Whitespace};
+use schema_compiler::{Grammar, KeyEscapes, Matcher, Options, Whitespace};
 use serde_json::json;
 use vocab_index::TokenId;
 
@@ -30,12 +29,12 @@ fn forced_bytes_of_a_single_required_property() {
         "additionalProperties": false
     }));
     let t = tok("llama3");
-    let mut s = Session::new(t.flat.clone(), SchemaRecognizer::new(g.clone()));
+    let mut s = Session::new(t.flat.clone(), Matcher::new(g.clone()));
     // Generated keys are spelled as themselves, so the key is forced too.
     assert_eq!(s.forced_bytes(64), br#"{"name":""#);
     assert_eq!(s.forced_bytes(3), br#"{"n"#);
     assert_eq!(s.forced_bytes(0), b"");
-    assert_eq!(s.recognizer().matcher().len(), 0, "nothing was consumed");
+    assert_eq!(s.recognizer().len(), 0, "nothing was consumed");
     for id in t.encode(r#"{"name":"Ada"#) {
         s.commit(id).unwrap();
     }
@@ -57,7 +56,7 @@ fn a_key_that_may_be_escaped_is_not_forced() {
         "required": ["name"], "additionalProperties": false});
     let g = Arc::new(Grammar::compile(&schema, &options).expect("the schema compiles"));
     let t = tok("llama3");
-    let mut s = Session::new(t.flat.clone(), SchemaRecognizer::new(g));
+    let mut s = Session::new(t.flat.clone(), Matcher::new(g));
     // `{"\u006eame":""}` is the same document.
     assert_eq!(s.forced_bytes(64), br#"{""#);
 }
@@ -91,7 +90,7 @@ fn forced_bytes_equal_the_brute_force_at_every_prefix() {
                             case.name,
                             String::from_utf8_lossy(prefix)
                         );
-                        assert_eq!(s.recognizer().matcher().len(), prefix.len());
+                        assert_eq!(s.recognizer().len(), prefix.len());
                         nonempty += !got.is_empty() as usize;
                         checked += 1;
                     }
@@ -105,7 +104,7 @@ fn forced_bytes_equal_the_brute_force_at_every_prefix() {
 
 type Outcome = Result<FixedBitSet, MaskError>;
 
-fn mask_of(s: &mut Session<SchemaRecognizer>, cache: &mut MaskCache) -> Outcome {
+fn mask_of(s: &mut Session<Matcher>, cache: &mut MaskCache) -> Outcome {
     let mut m = FixedBitSet::new();
     s.mask(cache, &mut m).map(|_| m)
 }
@@ -128,7 +127,7 @@ struct Walk {
 fn record(t: &Tok, g: &Arc<Grammar>, text: &str, cache: &mut MaskCache) -> Walk {
     let mut tokens = t.encode(text);
     tokens.push(t.vocab.eos_ids()[0]);
-    let mut s = Session::new(t.flat.clone(), SchemaRecognizer::new(g.clone()));
+    let mut s = Session::new(t.flat.clone(), Matcher::new(g.clone()));
     let mut masks = Vec::new();
     for &id in &tokens {
         masks.push(mask_of(&mut s, cache));
@@ -162,7 +161,7 @@ proptest! {
         let text = case.valid[rng.below(case.valid.len())];
         let walk = record(&t, &g, text, &mut cache);
         let kernel = t.kernels()[double_array as usize].clone();
-        let mut s = Session::new(kernel, SchemaRecognizer::new(g.clone()));
+        let mut s = Session::new(kernel, Matcher::new(g.clone()));
         for &id in &walk.tokens {
             s.commit(id).unwrap();
         }

@@ -10,7 +10,6 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use generate::SchemaRecognizer;
 use mask_kernel::{FixedBitSet, Kernel, Recognizer};
 use schema_compiler::{Grammar, Matcher, Options, Whitespace};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
@@ -177,8 +176,8 @@ pub fn spelled(text: &str, ws: Whitespace) -> String {
 }
 
 /// A recognizer at the state after `prefix`.
-pub fn recognizer_at(g: &Arc<Grammar>, prefix: &[u8]) -> SchemaRecognizer {
-    let mut r = SchemaRecognizer::new(g.clone());
+pub fn recognizer_at(g: &Arc<Grammar>, prefix: &[u8]) -> Matcher {
+    let mut r = Matcher::new(g.clone());
     for (i, &b) in prefix.iter().enumerate() {
         assert!(
             r.try_push_byte(b),

@@ -24,9 +24,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::sync::{Arc, OnceLock};
 
-use benches::corpus::{self, Instance};
 use kernel_support::{Tok, shared_data, tok};
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
+use schema_compiler::corpus::{self, Instance};
 use schema_compiler::{Grammar, Matcher, Options};
 
 /// Instances whose verdict under the generation grammar differs from the data's `valid` flag,
@@ -142,7 +142,7 @@ fn replay(
     what: &dyn Fn() -> String,
 ) -> Replay {
     let vocab = &tok.vocab;
-    let mut s = Session::new(tok.flat.clone(), generate::SchemaRecognizer::new(g.clone()));
+    let mut s = Session::new(tok.flat.clone(), Matcher::new(g.clone()));
     let mut mask = FixedBitSet::new();
     let mut masked = |s: &mut Session<_>, mask: &mut FixedBitSet| {
         match s.mask(cache, mask) {

@@ -15,7 +15,6 @@ mod kernel_support;
 
 use std::sync::Arc;
 
-use generate::SchemaRecognizer;
 use kernel_support::cases::{Case, cases};
 use kernel_support::{
     Plain, Rng, Tok, brute_mask, diff, grammar, grammar_with_options, recognizer_at, spelled, tok,
@@ -56,7 +55,7 @@ impl Ctx {
         &mut self,
         prefix: &[u8],
         brute: bool,
-        live: Option<&mut Session<SchemaRecognizer>>,
+        live: Option<&mut Session<Matcher>>,
     ) -> FixedBitSet {
         self.states += 1;
         let vocab = self.tok.vocab.clone();
@@ -112,12 +111,7 @@ impl Ctx {
             expect(&format!("{kind}, tiny cache"), r, &got);
             let r = s.mask_uncached(&mut got);
             expect(&format!("{kind}, uncached"), r, &got);
-            assert_eq!(
-                s.recognizer().matcher().len(),
-                prefix.len(),
-                "{}: restored",
-                at()
-            );
+            assert_eq!(s.recognizer().len(), prefix.len(), "{}: restored", at());
         }
         if let Some(live) = live {
             let k = (live.kernel().kind() != self.tok.flat.kind()) as usize;
@@ -366,7 +360,7 @@ fn prefix_sharing_alternatives_are_accepted_token_by_token() {
                 let g = grammar(&schema);
                 for v in [long, short] {
                     let text = serde_json::json!({ key: v }).to_string();
-                    let mut s = Session::new(t.flat.clone(), SchemaRecognizer::new(g.clone()));
+                    let mut s = Session::new(t.flat.clone(), Matcher::new(g.clone()));
                     let mut cache = MaskCache::default();
                     let mut mask = FixedBitSet::new();
                     let mut ids = t.encode(&text);

@@ -1,0 +1,117 @@
+//! The narrow byte-level interface between a token-mask kernel and a grammar.
+
+use crate::FILLER;
+
+/// The byte that ends every lexeme a [`Split`] describes: a JSON string, a value or an object
+/// key, ends at its first `"` outside an escape.
+pub const QUOTE: u8 = b'"';
+
+/// A byte-level recognizer with undo: the only thing a mask kernel knows about a grammar.
+///
+/// `try_push_byte` must leave the state unchanged when it returns `false`, and must return
+/// `true` exactly when some continuation of the bytes so far can still be accepted (the kernel
+/// relies on this to prune whole subtrees of the vocabulary trie).
+///
+/// Everything past the first three methods is optional: the defaults turn the corresponding
+/// fast path off, and the kernel then falls back to walking the whole trie.
+pub trait Recognizer {
+    /// Feeds one byte; `false` (state unchanged) when no valid document continues with it.
+    fn try_push_byte(&mut self, byte: u8) -> bool;
+
+    /// Undoes the last `n` accepted bytes. `n` may be 0 (then it must be cheap).
+    fn pop_bytes(&mut self, n: usize);
+
+    /// Whether the bytes so far form a complete document (end of sequence is allowed).
+    fn is_accepting(&self) -> bool;
+
+    /// Writes a key that identifies the current state: two states with equal keys must allow
+    /// exactly the same continuations. Returns `false` when the state should not be cached.
+    fn state_key(&self, _key: &mut Vec<u32>) -> bool {
+        false
+    }
+
+    /// Describes the current state for error messages.
+    fn describe(&self) -> String {
+        String::new()
+    }
+
+    /// The string fast path: when the recognizer is inside a JSON string (a value or a key),
+    /// which only an unescaped [`QUOTE`] can end, the tokens without a quote are decided by
+    /// the string alone, as the [`Split`] says. Returns `None` when no split is available (not
+    /// in a string, or a string whose content the split cannot describe).
+    ///
+    /// For [`Split::Walk`], and for [`Split::StringContent`] below the
+    /// [top level](crate::TOP_LEVEL), the recognizer also writes a key for the state of the
+    /// string into `key`: equal keys must give equal sets of tokens without a quote.
+    fn split(&self, _key: &mut Vec<u32>) -> Option<Split> {
+        None
+    }
+
+    /// A short byte sequence that completes the document from the current state (state left
+    /// unchanged), or `None` when none is known. Used to end generation validly when a token
+    /// budget runs out.
+    fn completion(&mut self, _max_len: usize) -> Option<Vec<u8>> {
+        None
+    }
+
+    /// Turns lexeme-only mode on or off. While on, `try_push_byte` refuses every byte that
+    /// would end the current string (a [`QUOTE`] outside an escape).
+    fn set_lexeme_only(&mut self, _on: bool) {}
+}
+
+/// Where the recognizer is, for the kernel's split of the vocabulary: always inside a JSON
+/// string, a value or an object key, which ends at its first unescaped [`QUOTE`]. Only the
+/// tokens containing a quote can leave the string; they are found by walking a small trie of
+/// just those tokens with the full recognizer. How the other tokens are decided is the
+/// variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// The string accepts any content of a [level](crate::CONTENT_LEVELS) up to a length: of
+    /// the tokens without a quote, those spelled in the level (see
+    /// [`spelled_in`](crate::spelled_in)) are allowed exactly when they are
+    /// [`string_content`](crate::string_content) of at most `budget` code points. A kernel
+    /// precomputes these sets. Below the [top level](crate::TOP_LEVEL) the other tokens
+    /// without a quote are walked as for [`Split::Walk`], under the key written by
+    /// [`Recognizer::split`].
+    StringContent {
+        /// Most code points a token may add (`None`: no limit). It comes from `maxLength` or
+        /// from a bounded repetition.
+        budget: Option<u32>,
+        /// The level of content every token spelled in which keeps the string viable.
+        level: u8,
+        /// When the state after the closing quote does not depend on the content before it:
+        /// how much content the string may close after (see [`Close`]).
+        close: Option<Close>,
+    },
+    /// The string is an object key that accepts any content spelled with only the escapes
+    /// JSON needs: of the tokens without a quote, exactly those that are
+    /// [`key_content`](crate::key_content). Precomputed too.
+    KeyContent,
+    /// The content is constrained: walk the tokens without a quote with the recognizer in
+    /// lexeme-only mode; the result depends only on the key written by [`Recognizer::split`].
+    Walk,
+}
+
+/// For [`Split::StringContent`], when the state after the closing quote does not depend on the
+/// content before it: the string may close after `lo..=hi` code points of content (counted
+/// from the current state).
+///
+/// A kernel then closes the string once, after [`Close::filler`] (`lo` code points of content
+/// every level holds), and walks only the distinct bytes that follow the first quote of each
+/// token, instead of walking every token containing a quote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Close {
+    /// Fewest code points of content before the closing quote.
+    pub lo: u32,
+    /// Most code points of content before the closing quote.
+    pub hi: u32,
+}
+
+impl Close {
+    /// Content of `lo` code points, each the [`FILLER`], which every level holds: pushed before
+    /// the closing quote, it stands for any content of `lo` code points of the split's level
+    /// (the state after the quote does not depend on which).
+    pub fn filler(&self) -> impl Iterator<Item = u8> {
+        std::iter::repeat_n(FILLER as u8, self.lo as usize)
+    }
+}

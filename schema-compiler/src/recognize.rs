@@ -1,0 +1,46 @@
+//! The [`Matcher`] as a byte-level [`Recognizer`]: what a mask kernel walks a vocabulary with.
+//!
+//! Every method is the matcher's own; the trait only names them for a kernel that knows
+//! nothing of schemas. A matcher's state can always be cached (its key is exact), and inside
+//! a string or key it offers the kernel a [`Split`] (see [`Matcher::split`]).
+
+use recognizer::{Recognizer, Split};
+
+use crate::Matcher;
+
+impl Recognizer for Matcher {
+    #[inline]
+    fn try_push_byte(&mut self, byte: u8) -> bool {
+        Matcher::try_push_byte(self, byte)
+    }
+
+    #[inline]
+    fn pop_bytes(&mut self, n: usize) {
+        Matcher::pop_bytes(self, n)
+    }
+
+    fn is_accepting(&self) -> bool {
+        Matcher::is_accepting(self)
+    }
+
+    fn state_key(&self, key: &mut Vec<u32>) -> bool {
+        Matcher::state_key(self, key);
+        true
+    }
+
+    fn describe(&self) -> String {
+        Matcher::describe(self)
+    }
+
+    fn split(&self, key: &mut Vec<u32>) -> Option<Split> {
+        Matcher::split(self, key)
+    }
+
+    fn completion(&mut self, max_len: usize) -> Option<Vec<u8>> {
+        Matcher::completion(self, max_len)
+    }
+
+    fn set_lexeme_only(&mut self, on: bool) {
+        Matcher::set_lexeme_only(self, on)
+    }
+}
