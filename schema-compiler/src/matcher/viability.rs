@@ -35,9 +35,13 @@ impl State {
         if self.frame_viable_keys(g, t, &dead, false) {
             return Mode::Free;
         }
+        // Every obligation must pass only where each is one the document loses by failing: a
+        // counted `contains` under `maxContains` (or a negated one) may fail, and so may
+        // what its own parts ask of the slot (`{"contains": {"items": false}, "maxContains": 0}`
+        // takes `[[null]]`).
         let essential = self.obligations[f.obligations_start as usize..f.obligations_end as usize]
             .iter()
-            .all(|o| o.failed || g.programs[o.prog as usize].all_essential);
+            .all(|o| o.failed || (o.positive && g.programs[o.prog as usize].all_essential));
         if f.mode == Mode::All && essential {
             Mode::All
         } else {
