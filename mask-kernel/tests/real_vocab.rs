@@ -5,31 +5,16 @@
 //! The tokenizers come from `assets/` (or `STENCIL_ASSETS`): `cargo xtask fetch-assets`.
 
 mod common;
+mod kernel_support;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use common::{Checker, Lang, kernels};
 use mask_kernel::Kernel;
 use vocab_index::{TokenId, Vocabulary};
 
-fn assets() -> PathBuf {
-    std::env::var_os("STENCIL_ASSETS")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../assets")))
-}
-
 fn load(name: &str) -> Arc<Vocabulary> {
-    let path = assets()
-        .join("tokenizers")
-        .join(name)
-        .join("tokenizer.json");
-    assert!(
-        path.is_file(),
-        "{} not found: run `cargo xtask fetch-assets` (or set STENCIL_ASSETS)",
-        path.display()
-    );
+    let path = kernel_support::tokenizer_path(name);
     Arc::new(Vocabulary::from_file(&path).expect("the tokenizer loads"))
 }
 

@@ -46,7 +46,9 @@ pub fn shared_data() -> Option<PathBuf> {
     }
 }
 
-fn tokenizer_path(name: &str) -> PathBuf {
+/// The `tokenizer.json` of tokenizer `name` in the assets; panics, naming the command that
+/// fetches it, when it is missing.
+pub fn tokenizer_path(name: &str) -> PathBuf {
     let path = assets()
         .join("tokenizers")
         .join(name)
