@@ -82,9 +82,10 @@ impl Compiler {
     /// Compiles `schema`.
     pub fn compile(&self, schema: &Value) -> Result<Grammar, CompileError> {
         let _span = tracing::debug_span!("compile").entered();
+        let started = std::time::Instant::now();
         let mut low = Lowering::new(schema, &self.options, &self.remotes)?;
         let root = low.lower_root()?;
-        let mut b = Builder::new(&self.options, low)?;
+        let mut b = Builder::new(&self.options, low, started)?;
         b.build_templates(root)?;
         b.into_grammar(root)
     }

@@ -1,5 +1,7 @@
 //! What to compile and how: strictness, whitespace and number policies, limits.
 
+use std::time::Duration;
+
 /// How whitespace between JSON tokens is governed.
 ///
 /// Whitespace never changes what a document means, so the automaton may restrict it without
@@ -97,6 +99,12 @@ pub struct Limits {
     /// Maximum nesting of subschemas inside one another (not through `$ref`, which is
     /// resolved lazily): bounds the compiler's own recursion.
     pub max_schema_depth: u32,
+    /// How long one compile may take (`None`: no time limit). Past it, the compile stops
+    /// with a [`crate::CompileError::Limit`] naming `max_compile_time`. The size limits
+    /// above bound most schemas well under a second; this bounds the rest, such as a pattern
+    /// whose DFA is small but slow to reach (`.*\p{L}{100}.*` tracks thousands of NFA states
+    /// at once).
+    pub max_compile_time: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -109,6 +117,7 @@ impl Default for Limits {
             max_total_dfa_states: 2_000_000,
             max_expanded_length: 256,
             max_schema_depth: 128,
+            max_compile_time: Some(Duration::from_secs(5)),
         }
     }
 }

@@ -221,3 +221,79 @@ fn pops_restore_unique_items_state() {
         }
     }
 }
+
+/// The schemas that once held a compile for seconds (their times are in
+/// `cargo xtask bench compile`): each is compiled exactly or refused with a limit.
+#[test]
+fn a_pattern_with_a_huge_nfa_is_refused_by_its_size() {
+    let e = compile(
+        json!({"type": "string", "pattern": "\\p{L}{1000}"}),
+        "\"a\"",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("max_dfa_states") && e.contains("NFA states"),
+        "{e}"
+    );
+}
+
+#[test]
+fn one_of_many_overlapping_minimums_compiles_exactly() {
+    // Exactly one of `x >= i` (i = 0..400) holds for 0 <= x < 1 only.
+    let minimums: Vec<Value> = (0..400)
+        .map(|i| json!({"type": "number", "minimum": i}))
+        .collect();
+    let schema = json!({"oneOf": minimums});
+    for (sample, valid) in [("0", true), ("0.5", true), ("0.999", true), ("1", false)] {
+        assert_eq!(compile(schema.clone(), sample), Ok(valid), "{sample}");
+    }
+    for sample in ["-1", "2", "399", "400", "1000"] {
+        assert_eq!(compile(schema.clone(), sample), Ok(false), "{sample}");
+    }
+}
+
+#[test]
+fn any_of_five_thousand_objects_compiles() {
+    let branches: Vec<Value> = (0..5000)
+        .map(|i| {
+            let key = format!("k{i}");
+            json!({"type": "object", "required": [key], "properties": {key: {"const": i}}})
+        })
+        .collect();
+    let schema = json!({"anyOf": branches});
+    assert_eq!(compile(schema.clone(), r#"{"k4999":4999}"#), Ok(true));
+    assert_eq!(compile(schema, r#"{"k4999":4998}"#), Ok(false));
+}
+
+#[test]
+fn a_compile_past_its_time_limit_stops_with_an_error_naming_it() {
+    // Unanchored, this pattern tracks thousands of NFA states at once: seconds to
+    // determinize, so a 50 ms limit always stops it.
+    let schema = json!({"type": "string", "pattern": "\\p{L}{150}"});
+    let mut options = Options::generation();
+    options.limits.max_compile_time = Some(Duration::from_millis(50));
+    let e = Compiler::new(options.clone()).compile(&schema).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            schema_compiler::CompileError::Limit {
+                limit: "max_compile_time",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("0.050 s"), "{e}");
+    // A limit of zero stops even the smallest compile; none lets it run.
+    options.limits.max_compile_time = Some(Duration::ZERO);
+    let e = Compiler::new(options.clone())
+        .compile(&json!({"type": "object", "properties": {"a": {"type": "integer"}}}))
+        .unwrap_err();
+    assert!(e.to_string().contains("max_compile_time"), "{e}");
+    options.limits.max_compile_time = None;
+    assert!(
+        Compiler::new(options)
+            .compile(&json!({"type": "string", "pattern": "^\\p{L}{3}$"}))
+            .is_ok()
+    );
+}

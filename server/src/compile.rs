@@ -6,10 +6,11 @@
 //! up; here it holds one of [`CompilePool`]'s threads (Tokio's blocking pool, at most
 //! `threads` at once, bounded by a semaphore) while the model goes on generating. A request
 //! waits for its compile until the deadline and is then answered 400
-//! (`schema_compile_timeout`); the compile itself cannot be interrupted and runs to its end in
-//! the background, still holding its thread, and its result is remembered: a grammar goes
-//! into the cache (the next request with the schema finds it), an error into the failure
-//! cache (the next request gets the same 400 at once, without compiling again).
+//! (`schema_compile_timeout`). The compile itself is given the same time
+//! ([`schema_compiler::Limits::max_compile_time`]) and stops there, freeing its thread; a
+//! compile that ends meanwhile is remembered all the same: a grammar goes into the cache (the
+//! next request with the schema finds it), an error into the failure cache (the next request
+//! gets the same 400 at once, without compiling again).
 //!
 //! The grammars are compiled with the model thread's generator's options and handed to it
 //! with the request ([`generate::Generator::add_compiled`]), where they join its own cache
@@ -92,6 +93,8 @@ impl CompilePool {
         metrics: Arc<Metrics>,
     ) -> CompilePool {
         let threads = threads.max(1);
+        let mut options = options;
+        options.limits.max_compile_time = Some(timeout);
         CompilePool {
             options,
             permits: Arc::new(Semaphore::new(threads)),
@@ -165,6 +168,12 @@ impl CompilePool {
             }));
             let result = match result {
                 Ok(Ok(g)) => Ok(Arc::new(g)),
+                Ok(Err(CompileError::Limit {
+                    limit: "max_compile_time",
+                    ..
+                })) => Err(Failure::TimedOut {
+                    limit: pool.timeout,
+                }),
                 Ok(Err(e)) => Err(Failure::Invalid(e)),
                 Err(panic) => Err(Failure::Crashed(panic_message(&*panic))),
             };
@@ -177,10 +186,15 @@ impl CompilePool {
             result
         });
         match tokio::time::timeout_at(deadline, task).await {
-            Ok(Ok(r)) => r.map(|grammar| Compiled {
-                grammar,
-                hit: false,
-            }),
+            Ok(Ok(r)) => {
+                if matches!(r, Err(Failure::TimedOut { .. })) {
+                    self.metrics.compile_timeouts.inc();
+                }
+                r.map(|grammar| Compiled {
+                    grammar,
+                    hit: false,
+                })
+            }
             // The closure catches panics; a join error means the runtime is shutting down.
             Ok(Err(e)) => Err(Failure::Crashed(e.to_string())),
             Err(_) => {

@@ -277,6 +277,14 @@ pub const BENCHES: &[Bench] = &[
         mlx: false,
     },
     Bench {
+        name: "compile",
+        about: "compile time of schemas that stress the compiler (each compiled or refused)",
+        package: "benches",
+        target: "compile",
+        assets: &[],
+        mlx: false,
+    },
+    Bench {
         name: "generate",
         about: "tokens/s with and without the constraint on the default model, llama.cpp and MLX \
                 (args: --runtime llama|mlx|both, --json FILE)",
@@ -590,7 +598,7 @@ mod tests {
         );
         assert!(cargo.ends_with(&["--".into(), "--json".into(), "g.json".into()]));
         // The other benchmarks do not need MLX.
-        for name in ["vocab", "kernel", "masks", "sampler"] {
+        for name in ["vocab", "kernel", "compile", "masks", "sampler"] {
             let steps = bench(name, &[]).unwrap();
             assert!(
                 steps

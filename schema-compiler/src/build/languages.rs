@@ -232,26 +232,23 @@ impl Builder<'_> {
         for x in xs {
             folded.push(self.fold_len(x, loc)?);
         }
-        // Union over i of (L_i minus the union of the others).
+        // The values in at least one alternative, less those in at least two: one pass
+        // that keeps both unions, so `N` alternatives take `3N` products, not `N²`.
         let ids: Vec<DfaId> = folded.iter().map(|l| l.dfa).collect();
         let within = self.spelling_universe(kind, &ids);
-        let mut parts = Vec::new();
-        for i in 0..folded.len() {
-            let mut others = self.empty;
-            for (j, o) in folded.iter().enumerate() {
-                if j != i {
-                    others = self.dfa_op(1, others, o.dfa, loc)?;
-                }
-            }
-            let only = self.dfa_op(0, folded[i].dfa, within, loc)?;
-            parts.push(Lang {
-                dfa: self.dfa_op(2, only, others, loc)?,
-                min: 0,
-                max: None,
-                check: None,
-            });
+        let (mut one, mut two) = (self.empty, self.empty);
+        for x in &ids {
+            let both = self.dfa_op(0, one, *x, loc)?;
+            two = self.dfa_op(1, two, both, loc)?;
+            one = self.dfa_op(1, one, *x, loc)?;
         }
-        self.union(parts, kind, loc)
+        let one = self.dfa_op(0, one, within, loc)?;
+        Ok(Lang {
+            dfa: self.dfa_op(2, one, two, loc)?,
+            min: 0,
+            max: None,
+            check: None,
+        })
     }
 
     /// The spellings a complement or a `oneOf` is taken within: one spelling per value.

@@ -36,6 +36,7 @@ use programs::Expr;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use serde_json::Value;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Facts about the run-time kinds that only the builder needs.
 impl Kind {
@@ -113,10 +114,18 @@ pub struct Builder<'o> {
     total_states: usize,
     /// Nodes whose templates are still to be built.
     pending: Vec<NodeId>,
+    /// When the compile must stop ([`crate::Limits::max_compile_time`]).
+    deadline: Option<Instant>,
 }
 
 impl<'o> Builder<'o> {
-    pub fn new(options: &'o Options, low: Lowering<'o>) -> Result<Self, CompileError> {
+    /// A builder for the nodes of `low`; `started` is when the compile began (the deadline
+    /// counts from there).
+    pub fn new(
+        options: &'o Options,
+        low: Lowering<'o>,
+        started: Instant,
+    ) -> Result<Self, CompileError> {
         let mut b = Builder {
             options,
             low,
@@ -139,6 +148,7 @@ impl<'o> Builder<'o> {
             empty: 0,
             total_states: 0,
             pending: Vec::new(),
+            deadline: options.limits.max_compile_time.map(|t| started + t),
         };
         b.empty = b.add_dfa(Dfa::empty(), "#")?;
         b.lexers.push(Lexer {
@@ -182,6 +192,7 @@ impl<'o> Builder<'o> {
         DfaLimits {
             max_states: self.options.limits.max_dfa_states,
             regex_bytes: self.options.limits.max_regex_bytes,
+            deadline: self.deadline,
         }
     }
 
@@ -197,6 +208,28 @@ impl<'o> Builder<'o> {
                 pointer: loc.into(),
                 detail: format!("{what}: {msg}"),
             },
+            DfaError::Deadline => self.deadline_error(loc, what),
+        }
+    }
+
+    /// The error of a compile that ran past [`crate::Limits::max_compile_time`].
+    fn deadline_error(&self, loc: &str, what: &str) -> CompileError {
+        let t = self.options.limits.max_compile_time.unwrap_or_default();
+        CompileError::Limit {
+            limit: "max_compile_time",
+            pointer: loc.into(),
+            detail: format!(
+                "compiling took over {:.3} s (while building a {what})",
+                t.as_secs_f64()
+            ),
+        }
+    }
+
+    /// `Err` once the compile has run past its deadline.
+    fn check_deadline(&self, loc: &str, what: &str) -> Result<(), CompileError> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(self.deadline_error(loc, what)),
+            _ => Ok(()),
         }
     }
 

@@ -551,6 +551,7 @@ impl Builder<'_> {
             if self.templates.contains_key(&n) {
                 continue;
             }
+            self.check_deadline(&self.loc(n), "value template")?;
             let mut lexers = [EMPTY_LEXER; 4];
             for kind in Kind::ALL {
                 if kind.is_primitive() {

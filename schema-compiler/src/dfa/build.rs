@@ -2,9 +2,10 @@
 //! of its table), from literals or a transition function, products (intersection, union,
 //! difference), minimization, and the process-wide cache of regex DFAs.
 
+use super::DEADLINE_STRIDE;
 use super::content::{LazyBudgets, LazyFlags};
 use super::{DEAD, Dfa, DfaError, DfaLimits, NO_MATCH};
-use regex_automata::dfa::{Automaton, dense};
+use regex_automata::hybrid::{self, LazyStateID};
 use regex_automata::nfa::thompson;
 use regex_automata::util::syntax;
 use regex_automata::{Anchored, MatchKind, util::start};
@@ -15,34 +16,48 @@ use std::sync::{Arc, Mutex, OnceLock};
 impl Dfa {
     /// Builds a DFA accepting exactly the byte strings that fully match one of `patterns`
     /// (regex-syntax syntax, Unicode mode). Pattern `i` reports id `i` in match sets.
+    ///
+    /// The patterns are compiled to one NFA, refused when it has more states than
+    /// [`DfaLimits::max_states`] (its DFA would then very nearly always have more), and
+    /// determinized state by state through `regex-automata`'s lazy DFA, so that the state
+    /// limit, the memory budget and the deadline are checked as the DFA grows.
     pub fn from_regexes<S: AsRef<str>>(patterns: &[S], limits: DfaLimits) -> Result<Dfa, DfaError> {
         let anchored: Vec<String> = patterns
             .iter()
             .map(|p| format!(r"\A(?:{})\z", p.as_ref()))
             .collect();
-        let dfa = dense::Builder::new()
+        let too_big = |e: &dyn std::fmt::Display| {
+            let msg = e.to_string();
+            if msg.contains("exceeded") || msg.contains("too big") || msg.contains("limit") {
+                DfaError::Limit(format!("regex automaton over {} bytes", limits.regex_bytes))
+            } else {
+                DfaError::Regex(msg)
+            }
+        };
+        let nfa = thompson::Compiler::new()
             .syntax(syntax::Config::new().unicode(true).utf8(true))
-            .thompson(thompson::Config::new().nfa_size_limit(Some(limits.regex_bytes)))
-            .configure(
-                dense::Config::new()
-                    .match_kind(MatchKind::All)
-                    .start_kind(regex_automata::dfa::StartKind::Anchored)
-                    .unicode_word_boundary(false)
-                    .accelerate(false)
-                    .specialize_start_states(false)
-                    .dfa_size_limit(Some(limits.regex_bytes))
-                    .determinize_size_limit(Some(limits.regex_bytes)),
-            )
+            .configure(thompson::Config::new().nfa_size_limit(Some(limits.regex_bytes)))
             .build_many(&anchored)
-            .map_err(|e| {
-                let msg = e.to_string();
-                if msg.contains("exceeded") || msg.contains("too big") || msg.contains("limit") {
-                    DfaError::Limit(format!("regex automaton over {} bytes", limits.regex_bytes))
-                } else {
-                    DfaError::Regex(msg)
-                }
-            })?;
-        Self::import(&dfa, limits)
+            .map_err(|e| too_big(&e))?;
+        if nfa.states().len() > limits.max_states {
+            return Err(DfaError::Limit(format!(
+                "the regex compiles to {} NFA states, more than {} lexer states",
+                nfa.states().len(),
+                limits.max_states
+            )));
+        }
+        limits.check_deadline()?;
+        let dfa = hybrid::dfa::Builder::new()
+            .configure(
+                hybrid::dfa::Config::new()
+                    .match_kind(MatchKind::All)
+                    .unicode_word_boundary(false)
+                    .cache_capacity(limits.regex_bytes)
+                    .skip_cache_capacity_check(true),
+            )
+            .build_from_nfa(nfa)
+            .map_err(|e| too_big(&e))?;
+        Self::explore(&dfa, limits)
     }
 
     /// Builds a DFA from one pattern.
@@ -135,6 +150,9 @@ impl Dfa {
                                     limits.max_states
                                 )));
                             }
+                            if states.len().is_multiple_of(DEADLINE_STRIDE) {
+                                limits.check_deadline()?;
+                            }
                             let id = raw.add_state();
                             ids.insert(t.clone(), id);
                             states.push(t);
@@ -149,11 +167,20 @@ impl Dfa {
         Ok(raw.finish(0, limits)?.minimize())
     }
 
-    /// Copies the reachable, live part of a `regex-automata` DFA.
-    fn import(dfa: &dense::DFA<Vec<u32>>, limits: DfaLimits) -> Result<Dfa, DfaError> {
+    /// Determinizes the reachable part of a lazy DFA into a table, keeping its live states,
+    /// and minimizes it.
+    fn explore(dfa: &hybrid::dfa::DFA, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let mut cache = hybrid::dfa::Cache::new(dfa);
+        // A cleared cache would renumber the states seen so far: past the memory budget, stop.
+        let over_budget = |states: usize| {
+            DfaError::Limit(format!(
+                "regex automaton over {} bytes ({states} states built)",
+                limits.regex_bytes,
+            ))
+        };
         let cfg = start::Config::new().anchored(Anchored::Yes);
         let start = dfa
-            .start_state(&cfg)
+            .start_state(&mut cache, &cfg)
             .map_err(|e| DfaError::Regex(format!("start state: {e}")))?;
         let bc = dfa.byte_classes();
         let mut classes = [0u8; 256];
@@ -165,20 +192,30 @@ impl Dfa {
             .filter_map(|u| u.as_u8())
             .collect();
         let mut b = RawBuilder::new(classes);
-        let mut ids: HashMap<regex_automata::util::primitives::StateID, usize> = HashMap::default();
+        let mut ids: HashMap<LazyStateID, usize> = HashMap::default();
         let mut queue = vec![start];
         ids.insert(start, b.add_state());
         while let Some(sid) = queue.pop() {
             let me = ids[&sid];
-            let eoi = dfa.next_eoi_state(sid);
-            if dfa.is_match_state(eoi) {
-                for i in 0..dfa.match_len(eoi) {
-                    b.accept[me].push(dfa.match_pattern(eoi, i).as_u32());
+            if me.is_multiple_of(DEADLINE_STRIDE) {
+                limits.check_deadline()?;
+            }
+            let eoi = dfa
+                .next_eoi_state(&mut cache, sid)
+                .map_err(|_| over_budget(b.accept.len()))?;
+            if eoi.is_match() {
+                for i in 0..dfa.match_len(&cache, eoi) {
+                    b.accept[me].push(dfa.match_pattern(&cache, eoi, i).as_u32());
                 }
             }
             for &rep in &reps {
-                let next = dfa.next_state(sid, rep);
-                if dfa.is_dead_state(next) || dfa.is_quit_state(next) {
+                let next = dfa
+                    .next_state(&mut cache, sid, rep)
+                    .map_err(|_| over_budget(b.accept.len()))?;
+                if cache.clear_count() > 0 {
+                    return Err(over_budget(b.accept.len()));
+                }
+                if next.is_dead() || next.is_quit() {
                     continue;
                 }
                 let t = match ids.entry(next) {
@@ -196,13 +233,11 @@ impl Dfa {
                 };
                 b.set(me, classes[rep as usize] as usize, t);
             }
+            if cache.clear_count() > 0 {
+                return Err(over_budget(b.accept.len()));
+            }
         }
-        let d = b.finish(0, limits)?;
-        Ok(if d.num_states() <= 5_000 {
-            d.minimize()
-        } else {
-            d
-        })
+        Ok(b.finish(0, limits)?.minimize())
     }
 
     /// Combines two DFAs state by state.
@@ -261,6 +296,9 @@ impl Dfa {
                                 "more than {} lexer states in a combined lexeme",
                                 limits.max_states
                             )));
+                        }
+                        if raw.accept.len().is_multiple_of(DEADLINE_STRIDE) {
+                            limits.check_deadline()?;
                         }
                         queue.push(q);
                         *v.insert(raw.add_state())
@@ -330,16 +368,22 @@ impl Dfa {
         }
     }
 
-    /// Merges equivalent states (Moore's partition refinement). Match sets must agree.
+    /// Merges equivalent states (Hopcroft's partition refinement, `O(n k log n)` for `n`
+    /// states and `k` byte classes). The dead state stays alone in its block, and states with
+    /// different match sets are never merged.
     pub fn minimize(self) -> Dfa {
         let n = self.finals.len();
         if n <= 2 {
             return self;
         }
-        let stride = self.stride as usize;
-        let width = stride + 1;
-        // Initial blocks: the dead state alone, then one block per final set.
-        let mut block: Vec<u32> = (0..n)
+        let block = self.coarsest_partition();
+        self.merge_blocks(&block)
+    }
+
+    /// The initial partition of [`Dfa::minimize`]: the dead state alone, then one block per
+    /// match set (non-accepting states together). Block ids are arbitrary.
+    fn initial_blocks(&self) -> Vec<u32> {
+        (0..self.finals.len())
             .map(|i| {
                 if i == 0 {
                     0
@@ -347,7 +391,172 @@ impl Dfa {
                     self.finals[i].wrapping_add(2)
                 }
             })
-            .collect();
+            .collect()
+    }
+
+    /// The coarsest refinement of [`Dfa::initial_blocks`] that the transitions respect:
+    /// `block[s]` per state index.
+    fn coarsest_partition(&self) -> Vec<u32> {
+        let n = self.finals.len();
+        let k = self.stride as usize;
+        // Predecessors by (target, class), in compressed rows.
+        let mut rev_start = vec![0u32; n * k + 1];
+        for s in 0..n {
+            for c in 0..k {
+                let t = (self.trans[s * k + c] / self.stride) as usize;
+                rev_start[t * k + c + 1] += 1;
+            }
+        }
+        for i in 0..n * k {
+            rev_start[i + 1] += rev_start[i];
+        }
+        let mut fill = rev_start.clone();
+        let mut rev = vec![0u32; n * k];
+        for s in 0..n {
+            for c in 0..k {
+                let t = (self.trans[s * k + c] / self.stride) as usize;
+                rev[fill[t * k + c] as usize] = s as u32;
+                fill[t * k + c] += 1;
+            }
+        }
+        drop(fill);
+        // The partition: `elems[first[b]..end[b]]` are the states of block `b`, `pos[s]` is
+        // where state `s` stands in `elems`.
+        let mut elems: Vec<u32> = (0..n as u32).collect();
+        let initial = self.initial_blocks();
+        elems.sort_unstable_by_key(|&s| initial[s as usize]);
+        let mut block = vec![0u32; n];
+        let mut first: Vec<u32> = Vec::new();
+        let mut end: Vec<u32> = Vec::new();
+        for (i, &s) in elems.iter().enumerate() {
+            if i == 0 || initial[s as usize] != initial[elems[i - 1] as usize] {
+                first.push(i as u32);
+                end.push(i as u32);
+            }
+            let b = first.len() - 1;
+            block[s as usize] = b as u32;
+            end[b] = i as u32 + 1;
+        }
+        let mut pos = vec![0u32; n];
+        for (i, &s) in elems.iter().enumerate() {
+            pos[s as usize] = i as u32;
+        }
+        // Every block starts as a splitter; a block split later adds its smaller part (or
+        // both parts' worth, when it is still waiting).
+        let mut waiting: Vec<u32> = (0..first.len() as u32).collect();
+        let mut is_waiting = vec![true; first.len()];
+        let mut marked: Vec<u32> = vec![0; first.len()];
+        let mut touched: Vec<u32> = Vec::new();
+        let mut splitter: Vec<u32> = Vec::new();
+        while let Some(b) = waiting.pop() {
+            is_waiting[b as usize] = false;
+            splitter.clear();
+            splitter
+                .extend_from_slice(&elems[first[b as usize] as usize..end[b as usize] as usize]);
+            for c in 0..k {
+                // Move the states that enter the splitter on class `c` to the front of
+                // their blocks.
+                for &t in &splitter {
+                    let row = t as usize * k + c;
+                    for &s in &rev[rev_start[row] as usize..rev_start[row + 1] as usize] {
+                        let x = block[s as usize] as usize;
+                        let to = first[x] + marked[x];
+                        let from = pos[s as usize];
+                        let other = elems[to as usize];
+                        elems.swap(to as usize, from as usize);
+                        pos[other as usize] = from;
+                        pos[s as usize] = to;
+                        if marked[x] == 0 {
+                            touched.push(x as u32);
+                        }
+                        marked[x] += 1;
+                    }
+                }
+                for x in touched.drain(..) {
+                    let x = x as usize;
+                    let m = std::mem::take(&mut marked[x]);
+                    if m == end[x] - first[x] {
+                        continue;
+                    }
+                    // The marked front becomes a new block.
+                    let nb = first.len();
+                    first.push(first[x]);
+                    end.push(first[x] + m);
+                    first[x] += m;
+                    marked.push(0);
+                    for &s in &elems[first[nb] as usize..end[nb] as usize] {
+                        block[s as usize] = nb as u32;
+                    }
+                    let smaller = if is_waiting[x] || m <= end[x] - first[x] {
+                        nb
+                    } else {
+                        x
+                    };
+                    is_waiting.push(false);
+                    if !is_waiting[smaller] {
+                        is_waiting[smaller] = true;
+                        waiting.push(smaller as u32);
+                    }
+                }
+            }
+        }
+        block
+    }
+
+    /// The DFA whose states are the blocks of `block` (per state index): the dead state's
+    /// block becomes state 0, the others are numbered in order of their first state.
+    fn merge_blocks(self, block: &[u32]) -> Dfa {
+        let n = self.finals.len();
+        let nblocks = block.iter().map(|&b| b as usize + 1).max().unwrap_or(0);
+        let mut renum = vec![u32::MAX; nblocks];
+        renum[block[0] as usize] = 0;
+        let mut next = 1;
+        for &bl in block {
+            if renum[bl as usize] == u32::MAX {
+                renum[bl as usize] = next;
+                next += 1;
+            }
+        }
+        let m = next as usize;
+        if m == n {
+            return self;
+        }
+        let stride = self.stride as usize;
+        let mut trans = vec![0u32; m * stride];
+        let mut finals = vec![NO_MATCH; m];
+        for i in 0..n {
+            let nb = renum[block[i] as usize] as usize;
+            finals[nb] = self.finals[i];
+            for c in 0..stride {
+                let t = renum[block[(self.trans[i * stride + c] / self.stride) as usize] as usize];
+                trans[nb * stride + c] = t * self.stride;
+            }
+        }
+        let start = renum[block[(self.start / self.stride) as usize] as usize] * self.stride;
+        Dfa {
+            classes: self.classes,
+            stride: self.stride,
+            trans,
+            finals,
+            match_sets: self.match_sets,
+            start,
+            univ: LazyFlags::default(),
+            budgets: LazyBudgets::default(),
+            toward: OnceLock::new(),
+        }
+    }
+
+    /// [`Dfa::minimize`] by Moore's refinement (one pass per distinguishing length): slow on
+    /// long chains, kept as the reference the tests compare Hopcroft's against.
+    #[cfg(test)]
+    pub(crate) fn minimize_by_moore(self) -> Dfa {
+        let n = self.finals.len();
+        if n <= 2 {
+            return self;
+        }
+        let stride = self.stride as usize;
+        let width = stride + 1;
+        let mut block = self.initial_blocks();
         let mut nblocks = {
             let mut b = block.clone();
             b.sort_unstable();
@@ -385,43 +594,7 @@ impl Dfa {
             }
             nblocks = count;
         }
-        if nblocks == n {
-            return self;
-        }
-        // Renumber so the dead state's block is 0, others in order of first appearance.
-        let dead_block = block[0];
-        let mut renum = vec![u32::MAX; nblocks];
-        renum[dead_block as usize] = 0;
-        let mut next = 1;
-        for &bl in &block {
-            if renum[bl as usize] == u32::MAX {
-                renum[bl as usize] = next;
-                next += 1;
-            }
-        }
-        let m = nblocks;
-        let mut trans = vec![0u32; m * stride];
-        let mut finals = vec![NO_MATCH; m];
-        for i in 0..n {
-            let nb = renum[block[i] as usize] as usize;
-            finals[nb] = self.finals[i];
-            for c in 0..stride {
-                let t = renum[block[(self.trans[i * stride + c] / self.stride) as usize] as usize];
-                trans[nb * stride + c] = t * self.stride;
-            }
-        }
-        let start = renum[block[(self.start / self.stride) as usize] as usize] * self.stride;
-        Dfa {
-            classes: self.classes,
-            stride: self.stride,
-            trans,
-            finals,
-            match_sets: self.match_sets,
-            start,
-            univ: LazyFlags::default(),
-            budgets: LazyBudgets::default(),
-            toward: OnceLock::new(),
-        }
+        self.merge_blocks(&block)
     }
 }
 
@@ -446,12 +619,15 @@ pub fn cached_regexes<S: AsRef<str>>(
     patterns: &[S],
     limits: DfaLimits,
 ) -> Result<Arc<Dfa>, DfaError> {
-    type Cache = Mutex<(HashMap<(Vec<String>, DfaLimits), Arc<Dfa>>, usize)>;
+    // Keyed by the size limits, which decide whether a DFA is built, not by the deadline,
+    // which only stops the build (and a failed build is not kept).
+    type Cache = Mutex<(HashMap<(Vec<String>, usize, usize), Arc<Dfa>>, usize)>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new((HashMap::default(), 0)));
     let key = (
         patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
-        limits,
+        limits.max_states,
+        limits.regex_bytes,
     );
     if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).0.get(&key) {
         return Ok(d.clone());

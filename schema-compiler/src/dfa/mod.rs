@@ -35,6 +35,7 @@ pub use levels::{
 };
 
 use std::sync::OnceLock;
+use std::time::Instant;
 
 /// The dead state; its row maps every class back to itself.
 pub const DEAD: u32 = 0;
@@ -48,10 +49,13 @@ const NO_MATCH: u32 = u32::MAX;
 /// Size limits applied while building and combining DFAs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DfaLimits {
-    /// Maximum number of states of one DFA (after pruning).
+    /// Maximum number of states of one DFA (after pruning), and of the NFA a regex is
+    /// compiled to before determinization.
     pub max_states: usize,
     /// Memory budget handed to `regex-automata` for the NFA and determinization, in bytes.
     pub regex_bytes: usize,
+    /// When building must stop ([`DfaError::Deadline`]); `None`: no time limit.
+    pub deadline: Option<Instant>,
 }
 
 impl Default for DfaLimits {
@@ -59,9 +63,23 @@ impl Default for DfaLimits {
         DfaLimits {
             max_states: 200_000,
             regex_bytes: 64 << 20,
+            deadline: None,
         }
     }
 }
+
+impl DfaLimits {
+    /// `Err(DfaError::Deadline)` once the deadline has passed.
+    pub fn check_deadline(&self) -> Result<(), DfaError> {
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Err(DfaError::Deadline),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// How many states a loop builds between two looks at the clock.
+const DEADLINE_STRIDE: usize = 256;
 
 /// Why a DFA could not be built.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +88,8 @@ pub enum DfaError {
     Regex(String),
     /// A size limit was hit; the string names it.
     Limit(String),
+    /// [`DfaLimits::deadline`] passed.
+    Deadline,
 }
 
 /// A complete DFA over bytes, with every non-dead state live.

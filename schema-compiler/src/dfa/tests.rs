@@ -249,3 +249,97 @@ fn minimize_merges() {
         assert_eq!(m.accepts(w), d.accepts(w));
     }
 }
+
+/// A complete DFA with `n` states over `k` classes, transitions and match sets drawn from a
+/// seeded generator; state 0 is dead. Not pruned, so unreachable and dead-end states occur.
+fn random_dfa(seed: u64, n: usize, k: usize, sets: u32) -> Dfa {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut draw = |bound: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % bound as u64) as usize
+    };
+    let mut classes = [0u8; 256];
+    for (byte, c) in classes.iter_mut().enumerate() {
+        *c = (byte % k) as u8;
+    }
+    let stride = k as u32;
+    let mut trans = vec![0u32; n * k];
+    for t in trans.iter_mut().skip(k) {
+        // Few targets per row keep chains and merges likely.
+        *t = draw(n.min(8 + n / 4)) as u32 * stride;
+    }
+    let finals = (0..n)
+        .map(|i| match draw(sets as usize + 2) {
+            _ if i == 0 => NO_MATCH,
+            0 | 1 => NO_MATCH,
+            s => s as u32 - 2,
+        })
+        .collect();
+    Dfa {
+        classes,
+        stride,
+        trans,
+        finals,
+        match_sets: (0..sets).map(|s| vec![s].into_boxed_slice()).collect(),
+        start: stride,
+        univ: LazyFlags::default(),
+        budgets: LazyBudgets::default(),
+        toward: OnceLock::new(),
+    }
+}
+
+#[test]
+fn hopcroft_finds_the_partition_moore_finds() {
+    let same = |a: &Dfa, b: &Dfa| {
+        a.trans == b.trans && a.finals == b.finals && a.start == b.start && a.stride == b.stride
+    };
+    let mut merged = 0;
+    for seed in 0..400u64 {
+        let n = 3 + (seed as usize * 7) % 90;
+        let k = 1 + (seed as usize) % 6;
+        let d = random_dfa(seed, n, k, 1 + (seed % 3) as u32);
+        let (h, m) = (d.clone().minimize(), d.clone().minimize_by_moore());
+        assert!(
+            same(&h, &m),
+            "seed {seed}: {} states against {}",
+            h.num_states(),
+            m.num_states()
+        );
+        merged += usize::from(h.num_states() < d.num_states());
+    }
+    assert!(merged > 50, "only {merged} random DFAs had states to merge");
+    // Long chains (bounded lengths) are where Moore needs one pass per state.
+    for pattern in [
+        "[a-z]{0,300}",
+        "(ab|a){1,50}c",
+        "([a-z0-9-]{1,63}\\.){0,3}[a-z]{2,6}",
+    ] {
+        let d = Dfa::from_regex(pattern, lim()).unwrap();
+        assert!(
+            same(&d.clone().minimize(), &d.minimize_by_moore()),
+            "{pattern}"
+        );
+    }
+}
+
+#[test]
+fn the_regex_cache_is_shared_by_builds_with_different_deadlines() {
+    let far = |secs| DfaLimits {
+        deadline: Some(std::time::Instant::now() + std::time::Duration::from_secs(secs)),
+        ..lim()
+    };
+    let pattern = "[a-q]{3}-cache-deadline";
+    let a = cached_regex(pattern, far(60)).unwrap();
+    let b = cached_regex(pattern, far(120)).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b));
+    let past = DfaLimits {
+        deadline: Some(std::time::Instant::now()),
+        ..lim()
+    };
+    assert_eq!(
+        Dfa::from_regex("[a-r]{3}-past", past).unwrap_err(),
+        DfaError::Deadline
+    );
+}

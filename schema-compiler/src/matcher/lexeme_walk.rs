@@ -323,7 +323,8 @@ impl State {
 
     pub(super) fn walk_key_state(&self, li: u32) -> Option<u32> {
         let k = self.walk.idx.len();
-        let j = self.walk.idx.iter().position(|&x| x == li)?;
+        // Leaves are tracked in increasing order (see `set_lexeme_only`).
+        let j = self.walk.idx.binary_search(&li).ok()?;
         Some(self.walk.states[self.walk.states.len() - k + j])
     }
 }

@@ -112,11 +112,7 @@ impl Matcher {
                 // Content is still free when the frame survives every such leaf dying (a
                 // closed object in one `anyOf` branch beside an open one).
                 let survives = |gone: &dyn Fn(u32) -> bool| {
-                    let dead = DeadSinks {
-                        slot: &[],
-                        dead: &every,
-                        leaves: gone,
-                    };
+                    let dead = DeadSinks::new(&[], &every, gone);
                     st.frame_viable_keys(g, st.top(), &dead, false)
                 };
                 if survives(&narrow) {
