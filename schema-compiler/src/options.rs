@@ -95,6 +95,10 @@ pub struct Limits {
     /// Maximum total lexeme DFA states of one grammar.
     pub max_total_dfa_states: usize,
     /// Length bounds up to this value may be folded into a DFA (needed under `anyOf`, `not`).
+    /// The folded DFA has a few states per code point of the bound (the UTF-8 decoding of
+    /// each position), times the states of the DFA it is combined with, so `max_dfa_states`
+    /// refuses the large products; this only spares building the regex of a bound no DFA
+    /// could hold.
     pub max_expanded_length: u64,
     /// Maximum nesting of subschemas inside one another (not through `$ref`, which is
     /// resolved lazily): bounds the compiler's own recursion.
@@ -115,7 +119,7 @@ impl Default for Limits {
             max_dfa_states: 100_000,
             max_regex_bytes: 32 << 20,
             max_total_dfa_states: 2_000_000,
-            max_expanded_length: 256,
+            max_expanded_length: 10_000,
             max_schema_depth: 128,
             max_compile_time: Some(Duration::from_secs(5)),
         }

@@ -11,6 +11,11 @@
 //! - numbers are integers and multiples of 1/4, and `multipleOf` is an integer or a power of
 //!   two: the reference validator computes with `f64`, so `0.3` against `multipleOf: 0.1` would
 //!   test its rounding rather than the automaton;
+//! - `unevaluatedProperties` and `unevaluatedItems` are drawn by a test of their own
+//!   (`unevaluated_verdicts_match_the_reference`, so that the other samples stay as they
+//!   were) beside subschemas whose annotations they read (`allOf`, `anyOf`, `$ref`, `if`),
+//!   and skipped where the compiler refuses them (`contains` beside `unevaluatedItems`, too
+//!   many choices);
 //! - `$ref` cycles that do not pass through a keyword descending into the instance
 //!   (`{"$defs": {"a": {"$ref": "#/$defs/a"}}}`) are replaced by `{}`; they are covered by the
 //!   pathological tests, where both outcomes (a clean error) are checked directly.
@@ -337,8 +342,10 @@ fn array_schema(inner: BoxedStrategy<Value>) -> BoxedStrategy<Value> {
         .boxed()
 }
 
-/// A schema from the supported keywords, possibly with `$ref`s to `#/$defs/d0..d2`.
-fn schema() -> BoxedStrategy<Value> {
+/// A schema from the supported keywords, possibly with `$ref`s to `#/$defs/d0..d2`; with
+/// `unevaluated`, `unevaluatedProperties` or `unevaluatedItems` on some of its subschemas,
+/// beside what they read.
+fn schema_with(unevaluated: bool) -> BoxedStrategy<Value> {
     let leaf = prop_oneof![
         1 => Just(json!(true)),
         1 => Just(json!(false)),
@@ -349,8 +356,8 @@ fn schema() -> BoxedStrategy<Value> {
         3 => number_schema(),
         2 => ref_schema(),
     ];
-    leaf.prop_recursive(4, 24, 4, |inner| {
-        prop_oneof![
+    leaf.prop_recursive(4, 24, 4, move |inner| {
+        let plain = prop_oneof![
             3 => object_schema(inner.clone()),
             3 => array_schema(inner.clone()),
             1 => prop::collection::vec(inner.clone(), 1..4).prop_map(|v| json!({ "anyOf": v })),
@@ -374,12 +381,39 @@ fn schema() -> BoxedStrategy<Value> {
                     Value::Object(m)
                 }),
             // A typed schema and a combinator side by side.
-            1 => (type_schema(), prop::collection::vec(inner, 1..3))
+            1 => (type_schema(), prop::collection::vec(inner.clone(), 1..3))
                 .prop_map(|(mut t, v)| {
                     t["anyOf"] = Value::Array(v);
                     t
                 }),
+        ];
+        if !unevaluated {
+            return plain.boxed();
+        }
+        prop_oneof![
+            4 => plain,
+            // `unevaluatedProperties` or `unevaluatedItems` on a schema (an object or array
+            // schema, a combinator of them), reading the annotations of its subschemas.
+            1 => (
+                inner.clone(),
+                prop::collection::vec(inner.clone(), 0..3),
+                any::<bool>(),
+                prop_oneof![Just(json!(false)), inner.clone()]
+            )
+                .prop_map(|(s, siblings, items, u)| {
+                    let k = if items { "unevaluatedItems" } else { "unevaluatedProperties" };
+                    let mut m = match s {
+                        Value::Object(m) => m,
+                        other => Map::from_iter([("allOf".to_string(), json!([other]))]),
+                    };
+                    if !siblings.is_empty() {
+                        m.entry("anyOf").or_insert(Value::Array(siblings));
+                    }
+                    m.insert(k.into(), u);
+                    Value::Object(m)
+                }),
         ]
+        .boxed()
     })
     .boxed()
 }
@@ -432,7 +466,15 @@ fn fix_refs(s: &mut Value, me: Option<usize>, n_defs: usize, guarded: bool) {
 
 /// A root schema with up to three definitions.
 fn root_schema() -> BoxedStrategy<Value> {
-    (schema(), prop::collection::vec(schema(), 0..3))
+    root_schema_with(false)
+}
+
+/// [`root_schema`] from [`schema_with`].
+fn root_schema_with(unevaluated: bool) -> BoxedStrategy<Value> {
+    (
+        schema_with(unevaluated),
+        prop::collection::vec(schema_with(unevaluated), 0..3),
+    )
         .prop_map(|(root, defs)| {
             let n = defs.len();
             let mut defs_map = Map::new();
@@ -620,11 +662,18 @@ fn shaped(s: &Value, root: &Value, depth: u32) -> BoxedStrategy<Value> {
 /// `serde_json::Map` keeps insertion order depends on the features other crates of the build
 /// turn on, and the sample (values are drawn by walking the schema's keys) must not.
 fn case() -> impl Strategy<Value = (Value, Vec<Value>)> {
-    root_schema().prop_map(sorted).prop_flat_map(|s| {
-        let near = shaped(&s, &s, 4);
-        let value = prop_oneof![3 => near, 1 => any_value()].prop_map(sorted);
-        (Just(s), prop::collection::vec(value, 1..8))
-    })
+    case_with(false)
+}
+
+/// [`case`] from [`root_schema_with`].
+fn case_with(unevaluated: bool) -> impl Strategy<Value = (Value, Vec<Value>)> {
+    root_schema_with(unevaluated)
+        .prop_map(sorted)
+        .prop_flat_map(|s| {
+            let near = shaped(&s, &s, 4);
+            let value = prop_oneof![3 => near, 1 => any_value()].prop_map(sorted);
+            (Just(s), prop::collection::vec(value, 1..8))
+        })
 }
 
 /// A schema of objects, arrays and primitives without combinators or references: where
@@ -832,31 +881,71 @@ proptest! {
 
     #[test]
     fn verdicts_match_the_reference((schema, values) in case(), pop in 1usize..6) {
-        let reference = reference(&schema);
-        if let Err(e) = Grammar::compile(&schema, &options())
-            && e.is_unsatisfiable()
-        {
-            for v in &values {
-                prop_assert!(!reference.is_valid(v), "{} is valid under {}, refused: {}", v, schema, e);
-            }
-            return Ok(());
-        }
-        let grammar = compiled(&schema, &options());
-        prop_assume!(grammar.is_some());
-        let grammar = grammar.unwrap();
-        let mut m = Matcher::new(grammar);
-        for v in &values {
-            let expected = reference.is_valid(v);
-            let compact = serde_json::to_string(v).unwrap();
-            let pretty = serde_json::to_string_pretty(v).unwrap();
-            prop_assert_eq!(ours(&mut m, &compact), expected, "compact {} under {}", compact, schema);
-            prop_assert_eq!(ours(&mut m, &pretty), expected, "pretty {} under {}", pretty, schema);
-            prop_assert_eq!(
-                ours_after_pop(&mut m, &compact, pop), expected,
-                "{} after popping {} bytes, under {}", compact, pop, schema
+        check_against_reference(&schema, &values, pop)?;
+    }
+
+    #[test]
+    fn unevaluated_verdicts_match_the_reference(
+        (schema, values) in case_with(true),
+        pop in 1usize..6,
+    ) {
+        check_against_reference(&schema, &values, pop)?;
+    }
+}
+
+/// The verdicts of the automaton on `values` (compact, pretty, and compact after popping
+/// `pop` bytes and pushing them again) against the reference's.
+fn check_against_reference(
+    schema: &Value,
+    values: &[Value],
+    pop: usize,
+) -> Result<(), TestCaseError> {
+    let reference = reference(schema);
+    if let Err(e) = Grammar::compile(schema, &options())
+        && e.is_unsatisfiable()
+    {
+        for v in values {
+            prop_assert!(
+                !reference.is_valid(v),
+                "{} is valid under {}, refused: {}",
+                v,
+                schema,
+                e
             );
         }
+        return Ok(());
     }
+    let grammar = compiled(schema, &options());
+    prop_assume!(grammar.is_some());
+    let mut m = Matcher::new(grammar.unwrap());
+    for v in values {
+        let expected = reference.is_valid(v);
+        let compact = serde_json::to_string(v).unwrap();
+        let pretty = serde_json::to_string_pretty(v).unwrap();
+        prop_assert_eq!(
+            ours(&mut m, &compact),
+            expected,
+            "compact {} under {}",
+            compact,
+            schema
+        );
+        prop_assert_eq!(
+            ours(&mut m, &pretty),
+            expected,
+            "pretty {} under {}",
+            pretty,
+            schema
+        );
+        prop_assert_eq!(
+            ours_after_pop(&mut m, &compact, pop),
+            expected,
+            "{} after popping {} bytes, under {}",
+            compact,
+            pop,
+            schema
+        );
+    }
+    Ok(())
 }
 
 /// `text` with the whitespace byte `ws` inserted at the `at`-th position outside strings (or,

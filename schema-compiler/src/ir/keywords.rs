@@ -376,8 +376,12 @@ impl<'o> Lowering<'o> {
                         continue;
                     }
                 }
-                "unevaluatedProperties" | "unevaluatedItems"
-                    if *v == Value::Bool(true) || v.as_object().is_some_and(Map::is_empty) => {}
+                "unevaluatedProperties" => {
+                    s.unevaluated_properties = Some(self.child(loc, &[k])?);
+                }
+                "unevaluatedItems" => {
+                    s.unevaluated_items = Some(self.child(loc, &[k])?);
+                }
                 _ if ANNOTATIONS.contains(&k) => {}
                 _ if UNIMPLEMENTED.contains(&k) => {
                     self.relax(k, loc, format!("`{k}` is not implemented"))?;
@@ -402,6 +406,7 @@ impl<'o> Lowering<'o> {
                 e.push(Value::Null);
             }
         }
+        self.lower_unevaluated(loc, &mut s)?;
         Ok(s)
     }
 }

@@ -15,6 +15,7 @@
 
 mod keywords;
 mod refs;
+mod unevaluated;
 
 use keywords::kind;
 use refs::{DEFAULT_BASE, escape_token, pointer_get};
@@ -120,6 +121,11 @@ pub struct Schema {
     pub not: Vec<NodeId>,
     /// `if` / `then` / `else`.
     pub conditional: Option<(NodeId, Option<NodeId>, Option<NodeId>)>,
+    /// `unevaluatedProperties` and `unevaluatedItems` as written. What they assert is lowered
+    /// into an `allOf` member (see `unevaluated.rs`); they are kept for the annotations they
+    /// produce, which an enclosing schema's own `unevaluated*` reads.
+    pub unevaluated_properties: Option<NodeId>,
+    pub unevaluated_items: Option<NodeId>,
 }
 
 impl Schema {
@@ -194,13 +200,7 @@ const ANNOTATIONS: &[&str] = &[
 ];
 
 /// Standard keywords that assert something and are not implemented.
-const UNIMPLEMENTED: &[&str] = &[
-    "$dynamicRef",
-    "$recursiveRef",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "$vocabulary",
-];
+const UNIMPLEMENTED: &[&str] = &["$dynamicRef", "$recursiveRef", "$vocabulary"];
 
 /// Formats enforced by this compiler.
 pub const KNOWN_FORMATS: &[&str] = &[
@@ -244,6 +244,8 @@ pub struct Lowering<'o> {
     memo: HashMap<Loc, NodeId>,
     /// How deep `lower` is nested right now.
     lowering_depth: u32,
+    /// Nodes whose schema object is being lowered (their node is still a placeholder).
+    in_progress: HashSet<NodeId>,
     pub nodes: Vec<Node>,
     pub notes: Vec<Note>,
 }
@@ -266,6 +268,7 @@ impl<'o> Lowering<'o> {
             remotes,
             memo: HashMap::new(),
             lowering_depth: 0,
+            in_progress: HashSet::new(),
             nodes: Vec::new(),
             notes: Vec::new(),
         };
@@ -338,7 +341,12 @@ impl<'o> Lowering<'o> {
             Value::Bool(true) => Node::True,
             Value::Object(obj) if obj.is_empty() => Node::True,
             Value::Bool(false) => Node::False,
-            Value::Object(obj) => Node::Schema(Box::new(self.lower_object(&loc, obj)?)),
+            Value::Object(obj) => {
+                self.in_progress.insert(id);
+                let s = self.lower_object(&loc, obj);
+                self.in_progress.remove(&id);
+                Node::Schema(Box::new(s?))
+            }
             other => {
                 return Err(CompileError::Invalid {
                     keyword: "schema".into(),
