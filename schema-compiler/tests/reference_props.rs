@@ -13,9 +13,9 @@
 //!   test its rounding rather than the automaton;
 //! - `unevaluatedProperties` and `unevaluatedItems` are drawn by a test of their own
 //!   (`unevaluated_verdicts_match_the_reference`, so that the other samples stay as they
-//!   were) beside subschemas whose annotations they read (`allOf`, `anyOf`, `$ref`, `if`),
-//!   and skipped where the compiler refuses them (`contains` beside `unevaluatedItems`, too
-//!   many choices);
+//!   were) beside subschemas whose annotations they read (`allOf`, `anyOf`, `$ref`, `if`,
+//!   `dependentSchemas`, `contains`), and skipped where the compiler refuses them (too many
+//!   choices);
 //! - `$ref` cycles that do not pass through a keyword descending into the instance
 //!   (`{"$defs": {"a": {"$ref": "#/$defs/a"}}}`) are replaced by `{}`; they are covered by the
 //!   pathological tests, where both outcomes (a clean error) are checked directly.
@@ -397,10 +397,11 @@ fn schema_with(unevaluated: bool) -> BoxedStrategy<Value> {
             1 => (
                 inner.clone(),
                 prop::collection::vec(inner.clone(), 0..3),
+                prop::option::of((key(), inner.clone())),
                 any::<bool>(),
                 prop_oneof![Just(json!(false)), inner.clone()]
             )
-                .prop_map(|(s, siblings, items, u)| {
+                .prop_map(|(s, siblings, dependent, items, u)| {
                     let k = if items { "unevaluatedItems" } else { "unevaluatedProperties" };
                     let mut m = match s {
                         Value::Object(m) => m,
@@ -408,6 +409,9 @@ fn schema_with(unevaluated: bool) -> BoxedStrategy<Value> {
                     };
                     if !siblings.is_empty() {
                         m.entry("anyOf").or_insert(Value::Array(siblings));
+                    }
+                    if let Some((name, d)) = dependent {
+                        m.entry("dependentSchemas").or_insert(json!({ name: d }));
                     }
                     m.insert(k.into(), u);
                     Value::Object(m)

@@ -3,33 +3,32 @@
 //! `unevaluatedProperties: U` applies `U` to the members that no passing in-place subschema
 //! evaluated: none named by a `properties`, matched by a `patternProperties`, or taken by an
 //! `additionalProperties` or `unevaluatedProperties`, of the schema itself or of its in-place
-//! subschemas (`allOf`, `$ref`, and the passing ones of `anyOf`, `oneOf`, `if`/`then`/`else`),
-//! recursively. Items likewise: `prefixItems` evaluate a prefix, `items` (and
-//! `additionalItems`, `unevaluatedItems`) the rest.
+//! subschemas (`allOf`, `$ref`, and the passing ones of `anyOf`, `oneOf`, `if`/`then`/`else`
+//! and `dependentSchemas`), recursively. Items likewise: `prefixItems` evaluate a prefix,
+//! `items` (and `additionalItems`, `unevaluatedItems`) the rest, and a `contains` the items it
+//! matches.
 //!
 //! `allOf` members all pass on a valid value, so what they evaluate is known at compile time,
 //! and for a set `E` of names and patterns the keyword is one more `allOf` member,
 //! `{"properties": {name: true…}, "patternProperties": {pattern: true…},
-//! "additionalProperties": U}` (for items `{"prefixItems": [true…], "items": U}`), or nothing
-//! where some subschema evaluates every member.
+//! "additionalProperties": U}` (for items `{"prefixItems": [true…], "items": U}`, with
+//! `"items": {"anyOf": [C…, U]}` where `contains` subschemas `C` evaluate the items they
+//! match), or nothing where some subschema evaluates every member.
 //!
 //! Where branches that evaluate something may pass or fail, the evaluated set is the static
 //! one plus that of the branches that pass, and the keyword becomes an `anyOf` over the
-//! choices: for `anyOf` each non-empty set of its branches, for `oneOf` each branch, for
-//! `if` its passing (with `then`) or failing (with `else`); each choice is the `allOf` of its
-//! branches (or of `not` of `if`) and the member for its evaluated set. A valid value passes
-//! the choice of exactly the branches it passes, which evaluates most; a choice of fewer
-//! branches applies `U` to more members, so it passes only where that one does. Up to
-//! [`MAX_CHOICES`] choices are spelled out.
-//!
-//! Unsupported, with the reason: a `contains` (it evaluates the items it matches, which
-//! depends on each item), `dependentSchemas` that evaluate something (they apply when a key
-//! is present), branches that evaluate through branches of their own, and more choices than
-//! the bound.
+//! choices: for `anyOf` each non-empty set of its branches, for `oneOf` each branch, for `if`
+//! its passing (with `then`) or failing (with `else`), for `dependentSchemas` its key present
+//! (with its subschema) or absent; each choice, the branches' own choices within. A choice is
+//! the `allOf` of what it takes to pass or fail and of the member for its evaluated set. A
+//! valid value passes the choice of exactly the branches it passes, which evaluates most; a
+//! choice of fewer branches applies `U` to more, so it passes only where that one does. Up to
+//! [`MAX_CHOICES`] choices are spelled out; past that the keyword is unsupported, with that
+//! reason.
 
 use std::collections::HashSet;
 
-use super::{Loc, Lowering, Node, NodeId, Schema};
+use super::{Loc, Lowering, Node, NodeId, Schema, TypeSet};
 use crate::error::CompileError;
 use crate::options::Draft;
 use crate::report::{Note, NoteKind};
@@ -40,6 +39,9 @@ const MAX_CHOICES: usize = 64;
 /// The most branches of one `anyOf` whose subsets are spelled out.
 const MAX_ANY_OF: usize = 6;
 
+/// How deep branches within branches are followed.
+const MAX_NESTING: u32 = 16;
+
 /// What subschemas evaluate, whatever the instance.
 #[derive(Default, Clone)]
 struct Evaluated {
@@ -47,6 +49,8 @@ struct Evaluated {
     patterns: Vec<String>,
     /// The longest `prefixItems`.
     prefix: usize,
+    /// `contains` subschemas: each evaluates the items it matches.
+    contains: Vec<NodeId>,
     /// Some subschema evaluates every member (or item past the prefixes).
     all: bool,
 }
@@ -56,8 +60,22 @@ impl Evaluated {
         self.names.extend(other.names.iter().cloned());
         self.patterns.extend(other.patterns.iter().cloned());
         self.prefix = self.prefix.max(other.prefix);
+        self.contains.extend(other.contains.iter().copied());
         self.all |= other.all;
     }
+}
+
+/// What a choice takes of the value.
+#[derive(Clone)]
+enum Cond {
+    /// The subschema passes.
+    Pass(NodeId),
+    /// The subschema fails.
+    Fail(NodeId),
+    /// An object with this member.
+    Has(String),
+    /// Not an object with this member.
+    Lacks(String),
 }
 
 /// In-place branches that evaluate something and may pass or fail.
@@ -65,6 +83,7 @@ enum Group {
     AnyOf(Vec<NodeId>),
     OneOf(Vec<NodeId>),
     If(NodeId, Option<NodeId>, Option<NodeId>),
+    Dependent(String, NodeId),
 }
 
 /// Which annotations are being collected.
@@ -90,12 +109,39 @@ impl Of {
     }
 }
 
-/// One way the branches may pass: the subschemas that then pass, and what is evaluated.
+/// One way the branches may pass: what that takes, and what is then evaluated.
+#[derive(Clone, Default)]
 struct Choice {
-    pass: Vec<NodeId>,
-    /// `if` subschemas that then fail.
-    fail: Vec<NodeId>,
+    conds: Vec<Cond>,
     evaluated: Evaluated,
+}
+
+impl Choice {
+    /// Both `self` and `other`.
+    fn and(&self, other: &Choice) -> Choice {
+        let mut c = self.clone();
+        c.conds.extend(other.conds.iter().cloned());
+        c.evaluated.add(&other.evaluated);
+        c
+    }
+}
+
+/// Every combination of one choice from each list.
+fn product(lists: &[Vec<Choice>], of: Of) -> Result<Vec<Choice>, String> {
+    let mut out = vec![Choice::default()];
+    for l in lists {
+        if out.len() * l.len() > MAX_CHOICES {
+            return Err(format!(
+                "the branches that evaluate {} may pass in more than {MAX_CHOICES} ways",
+                of.what()
+            ));
+        }
+        out = out
+            .iter()
+            .flat_map(|a| l.iter().map(move |b| a.and(b)))
+            .collect();
+    }
+    Ok(out)
 }
 
 impl Lowering<'_> {
@@ -126,14 +172,16 @@ impl Lowering<'_> {
                 });
                 continue;
             }
-            let choices = match self.choices(s, of) {
+            let choices = match self.ways(s, of, 0) {
                 Ok(c) => c,
                 Err(reason) => {
                     self.relax(of.keyword(), loc, reason)?;
                     continue;
                 }
             };
-            if let [only] = &choices[..] {
+            if let [only] = &choices[..]
+                && only.conds.is_empty()
+            {
                 if !only.evaluated.all {
                     let member = self.unevaluated_member(s, of, &only.evaluated, u)?;
                     s.all_of.push(member);
@@ -144,10 +192,16 @@ impl Lowering<'_> {
             for c in choices {
                 let mut term = Schema {
                     loc: format!("{}/{}", s.loc, of.keyword()),
-                    all_of: c.pass,
                     ..Schema::default()
                 };
-                term.not = c.fail;
+                for cond in c.conds {
+                    match cond {
+                        Cond::Pass(n) => term.all_of.push(n),
+                        Cond::Fail(n) => term.not.push(n),
+                        Cond::Has(k) => term.all_of.push(self.has_member(k)?),
+                        Cond::Lacks(k) => term.not.push(self.has_member(k)?),
+                    }
+                }
                 if !c.evaluated.all {
                     term.all_of
                         .push(self.unevaluated_member(s, of, &c.evaluated, u)?);
@@ -157,6 +211,16 @@ impl Lowering<'_> {
             s.any_of.push(terms);
         }
         Ok(())
+    }
+
+    /// `{"type": "object", "required": [k]}`.
+    fn has_member(&mut self, k: String) -> Result<NodeId, CompileError> {
+        self.add_node(Node::Schema(Box::new(Schema {
+            loc: format!("(an object with `{k}`)"),
+            types: Some(TypeSet(TypeSet::OBJECT)),
+            required: vec![k],
+            ..Schema::default()
+        })))
     }
 
     /// The subschema that applies `u` to what `evaluated` leaves out.
@@ -186,117 +250,156 @@ impl Lowering<'_> {
             }
             Of::Items => {
                 m.prefix_items = vec![yes; evaluated.prefix];
-                m.items = Some(u);
+                m.items = Some(if evaluated.contains.is_empty() {
+                    u
+                } else {
+                    let mut either = evaluated.contains.clone();
+                    either.push(u);
+                    self.add_node(Node::Schema(Box::new(Schema {
+                        loc: m.loc.clone(),
+                        any_of: vec![either],
+                        ..Schema::default()
+                    })))?
+                });
             }
         }
         self.add_node(Node::Schema(Box::new(m)))
     }
 
-    /// The ways the in-place branches of `s` may pass, each with what is then evaluated, or
-    /// why they cannot be spelled out.
-    fn choices(&self, s: &Schema, of: Of) -> Result<Vec<Choice>, String> {
+    /// The ways `s` may pass, each with what it then evaluates, or why they cannot be
+    /// spelled out.
+    fn ways(&self, s: &Schema, of: Of, depth: u32) -> Result<Vec<Choice>, String> {
+        if depth > MAX_NESTING {
+            return Err(format!(
+                "branches that evaluate {} nest more than {MAX_NESTING} deep",
+                of.what()
+            ));
+        }
         let mut base = Evaluated::default();
         let mut groups = Vec::new();
         self.collect(s, of, &mut base, &mut groups, &mut HashSet::new())?;
-        if base.all {
-            // Whatever the branches do, everything is evaluated.
-            groups.clear();
-        }
-        let mut choices = vec![Choice {
-            pass: Vec::new(),
-            fail: Vec::new(),
+        let base = Choice {
+            conds: Vec::new(),
             evaluated: base,
-        }];
-        for g in groups {
-            // The ways this group may pass: (passing, failing `if`s, evaluated).
-            let mut ways: Vec<(Vec<NodeId>, Vec<NodeId>, Evaluated)> = Vec::new();
-            match g {
-                Group::AnyOf(bs) => {
-                    if bs.len() > MAX_ANY_OF {
-                        return Err(format!(
-                            "an `anyOf` of {} branches that evaluate {} (at most {MAX_ANY_OF} \
-                             are spelled out)",
-                            bs.len(),
-                            of.what()
-                        ));
-                    }
-                    let each = bs
-                        .iter()
-                        .map(|&b| self.static_evaluated(b, of))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    for set in 1u32..(1 << bs.len()) {
-                        let mut e = Evaluated::default();
-                        let mut pass = Vec::new();
-                        for (i, &b) in bs.iter().enumerate() {
-                            if set & (1 << i) != 0 {
-                                pass.push(b);
-                                e.add(&each[i]);
-                            }
-                        }
-                        ways.push((pass, Vec::new(), e));
-                    }
-                }
-                Group::OneOf(bs) => {
-                    for &b in &bs {
-                        ways.push((vec![b], Vec::new(), self.static_evaluated(b, of)?));
-                    }
-                }
-                Group::If(i, t, el) => {
-                    let mut yes = self.static_evaluated(i, of)?;
-                    if let Some(t) = t {
-                        yes.add(&self.static_evaluated(t, of)?);
-                    }
-                    let no = match el {
-                        Some(el) => self.static_evaluated(el, of)?,
-                        None => Evaluated::default(),
-                    };
-                    ways.push((vec![i], Vec::new(), yes));
-                    ways.push((Vec::new(), vec![i], no));
-                }
-            }
-            if choices.len() * ways.len() > MAX_CHOICES {
-                return Err(format!(
-                    "the branches that evaluate {} may pass in more than {MAX_CHOICES} ways",
-                    of.what()
-                ));
-            }
-            let mut next = Vec::with_capacity(choices.len() * ways.len());
-            for c in &choices {
-                for (pass, fail, e) in &ways {
-                    let mut evaluated = c.evaluated.clone();
-                    evaluated.add(e);
-                    next.push(Choice {
-                        pass: c.pass.iter().chain(pass).copied().collect(),
-                        fail: c.fail.iter().chain(fail).copied().collect(),
-                        evaluated,
-                    });
-                }
-            }
-            choices = next;
+        };
+        if base.evaluated.all {
+            // Whatever the branches do, everything is evaluated.
+            return Ok(vec![base]);
         }
-        Ok(choices)
+        let mut lists = vec![vec![base]];
+        for g in groups {
+            lists.push(self.group_ways(g, of, depth)?);
+        }
+        product(&lists, of)
     }
 
-    /// What node `n` evaluates whenever it passes: an error where that depends on its own
-    /// branches.
-    fn static_evaluated(&self, n: NodeId, of: Of) -> Result<Evaluated, String> {
-        let mut e = Evaluated::default();
-        let mut groups = Vec::new();
+    /// The ways node `n` may pass: none for `false`.
+    fn node_ways(&self, n: NodeId, of: Of, depth: u32) -> Result<Vec<Choice>, String> {
         if self.in_progress.contains(&n) {
             return Err("a subschema reaches itself through in-place subschemas".into());
         }
-        if let Node::Schema(s) = self.node(n) {
-            e.all |= self.inner_unevaluated(s, of);
-            self.collect(s, of, &mut e, &mut groups, &mut HashSet::new())?;
+        Ok(match self.node(n) {
+            Node::True => vec![Choice::default()],
+            Node::False => Vec::new(),
+            Node::Schema(s) => {
+                let mut ways = self.ways(s, of, depth + 1)?;
+                if self.inner_unevaluated(s, of) {
+                    for w in &mut ways {
+                        w.evaluated.all = true;
+                    }
+                }
+                ways
+            }
+        })
+    }
+
+    /// The ways one group of branches may pass.
+    fn group_ways(&self, g: Group, of: Of, depth: u32) -> Result<Vec<Choice>, String> {
+        let pass = |n: NodeId| Choice {
+            conds: vec![Cond::Pass(n)],
+            evaluated: Evaluated::default(),
+        };
+        let mut out = Vec::new();
+        match g {
+            Group::AnyOf(bs) => {
+                if bs.len() > MAX_ANY_OF {
+                    return Err(format!(
+                        "an `anyOf` of {} branches that evaluate {} (at most {MAX_ANY_OF} are \
+                         spelled out)",
+                        bs.len(),
+                        of.what()
+                    ));
+                }
+                let each = bs
+                    .iter()
+                    .map(|&b| {
+                        let ways = self.node_ways(b, of, depth)?;
+                        Ok(ways.iter().map(|w| pass(b).and(w)).collect())
+                    })
+                    .collect::<Result<Vec<Vec<Choice>>, String>>()?;
+                for set in 1u32..(1 << bs.len()) {
+                    let chosen: Vec<Vec<Choice>> = (0..bs.len())
+                        .filter(|i| set & (1 << i) != 0)
+                        .map(|i| each[i].clone())
+                        .collect();
+                    out.extend(product(&chosen, of)?);
+                    if out.len() > MAX_CHOICES {
+                        return Err(format!(
+                            "the branches that evaluate {} may pass in more than \
+                             {MAX_CHOICES} ways",
+                            of.what()
+                        ));
+                    }
+                }
+            }
+            Group::OneOf(bs) => {
+                for b in bs {
+                    for w in self.node_ways(b, of, depth)? {
+                        out.push(pass(b).and(&w));
+                    }
+                }
+            }
+            Group::If(i, t, el) => {
+                let mut yes = vec![self.node_ways(i, of, depth)?];
+                if let Some(t) = t {
+                    yes.push(self.node_ways(t, of, depth)?);
+                }
+                for w in product(&yes, of)? {
+                    out.push(pass(i).and(&w));
+                }
+                let no = match el {
+                    Some(el) => self.node_ways(el, of, depth)?,
+                    None => vec![Choice::default()],
+                };
+                for w in no {
+                    let fail = Choice {
+                        conds: vec![Cond::Fail(i)],
+                        evaluated: Evaluated::default(),
+                    };
+                    out.push(fail.and(&w));
+                }
+            }
+            Group::Dependent(k, d) => {
+                for w in self.node_ways(d, of, depth)? {
+                    let has = Choice {
+                        conds: vec![Cond::Has(k.clone())],
+                        evaluated: Evaluated::default(),
+                    };
+                    out.push(has.and(&w));
+                }
+                out.push(Choice {
+                    conds: vec![Cond::Lacks(k)],
+                    evaluated: Evaluated::default(),
+                });
+            }
         }
-        if groups.is_empty() || e.all {
-            Ok(e)
-        } else {
-            Err(format!(
-                "a branch evaluates {} through branches of its own",
+        if out.len() > MAX_CHOICES {
+            return Err(format!(
+                "the branches that evaluate {} may pass in more than {MAX_CHOICES} ways",
                 of.what()
-            ))
+            ));
         }
+        Ok(out)
     }
 
     /// Whether `s` has an `unevaluated*` of kind `of`, which evaluates everything `s` left.
@@ -325,14 +428,8 @@ impl Lowering<'_> {
                 e.all |= s.additional_properties.is_some();
             }
             Of::Items => {
-                if s.contains.is_some() {
-                    return Err(format!(
-                        "`contains` at {} evaluates the items it matches, which depends on each \
-                         item",
-                        s.loc
-                    ));
-                }
                 e.prefix = e.prefix.max(s.prefix_items.len());
+                e.contains.extend(s.contains);
                 e.all |= s.items.is_some();
             }
         }
@@ -377,12 +474,7 @@ impl Lowering<'_> {
         }
         for (key, d) in &s.dependent_schemas {
             if evaluate(&[*d])? {
-                return Err(format!(
-                    "the `dependentSchemas` subschema of `{key}` at {} evaluates {} when the \
-                     key is present",
-                    s.loc,
-                    of.what()
-                ));
+                groups.push(Group::Dependent(key.clone(), *d));
             }
         }
         Ok(())
