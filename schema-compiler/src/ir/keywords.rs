@@ -8,7 +8,7 @@ use crate::options::{Draft, FormatMode};
 use crate::report::{Note, NoteKind};
 use crate::text::decimal::Decimal;
 
-use super::refs::{draft_of_schema_uri, escape_token};
+use super::refs::{draft_of_schema_uri, escape_token, pointer_get};
 use super::{
     ANNOTATIONS, ANY_ORDER_KEYWORD, Bound, KNOWN_FORMATS, Loc, Lowering, Schema, TypeSet,
     UNIMPLEMENTED, UNSUPPORTED_FORMATS, json_eq,
@@ -45,6 +45,31 @@ impl<'o> Lowering<'o> {
             }
         }
 
+        if draft >= Draft::Draft2020
+            && let Some(r) = obj.get("$dynamicRef")
+        {
+            let r = r
+                .as_str()
+                .ok_or_else(|| invalid("$dynamicRef", "must be a string".into()))?;
+            let mut target = self.resolve_ref(loc, r)?;
+            // Where the reference lands on a `$dynamicAnchor` of its name, the outermost
+            // resource in the dynamic scope with that anchor decides; elsewhere it is a `$ref`.
+            if let Some((_, name)) = r.split_once('#')
+                && !name.is_empty()
+                && !name.starts_with('/')
+                && pointer_get(&self.docs[target.0], &target.1)
+                    .and_then(|v| v.get("$dynamicAnchor"))
+                    .and_then(Value::as_str)
+                    == Some(name)
+                && let Some(outermost) = self.dynamic_anchor(name)
+            {
+                target = outermost;
+            }
+            let t = self.lower(target)?;
+            s.all_of.push(t);
+        }
+
+        let off = self.keywords_off(loc);
         for (key, v) in obj {
             let k = key.as_str();
             if VALUE_KEYWORDS.contains(&k)
@@ -62,18 +87,29 @@ impl<'o> Lowering<'o> {
             }
             match k {
                 "$ref" => {}
+                "$dynamicRef" if draft >= Draft::Draft2020 => {}
                 "$schema" => {
                     // Outside a document root or an embedded resource, `$schema` means nothing.
+                    // A custom meta-schema is followed when its document is known (see
+                    // `vocabulary.rs`).
                     if let Some(uri) = v.as_str()
                         && (loc.1.is_empty() || self.schema_roots.contains(loc))
                         && draft_of_schema_uri(uri).is_none()
                     {
-                        self.relax(
-                            k,
-                            loc,
-                            format!("custom meta-schema `{uri}`: vocabularies are not supported"),
-                        )?;
+                        let reason = match (&off, self.custom_meta_schema(loc)) {
+                            (Err(reason), _) => Some(reason.clone()),
+                            (Ok(_), None) => Some(format!(
+                                "custom meta-schema `{uri}`: no such document is known"
+                            )),
+                            (Ok(_), Some(_)) => None,
+                        };
+                        if let Some(reason) = reason {
+                            self.relax(k, loc, reason)?;
+                        }
                     }
+                }
+                _ if off.as_ref().is_ok_and(|off| off.contains(&k)) => {
+                    // The meta-schema leaves this keyword's vocabulary out: an annotation.
                 }
                 "type" => {
                     let mut set = 0u8;

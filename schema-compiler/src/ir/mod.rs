@@ -3,19 +3,23 @@
 //! [`Lowering`] indexes every schema resource (`$id`, `id`, `$anchor`, plain-name fragments) of
 //! the root document and of the documents registered as remotes, then turns each schema
 //! location into a [`Node`] with its keywords parsed and checked. `$ref` becomes an `allOf`
-//! member (2019-09 and later) or replaces its siblings (draft 7 and earlier). Recursive
-//! references simply make the node graph cyclic; nothing is unrolled here.
+//! member (2019-09 and later) or replaces its siblings (draft 7 and earlier); `$dynamicRef`
+//! too, resolved in the dynamic scope (a location is lowered once per scope it is met in).
+//! Recursive references simply make the node graph cyclic; nothing is unrolled here.
 //!
 //! Keywords are sorted into four kinds: implemented (parsed into [`Node`]), annotations
 //! (ignored), standard keywords this compiler does not implement (an error in strict mode, a
 //! listed relaxation in lenient mode) and unknown keywords (annotations by the specification:
-//! ignored and listed in the report).//!
-//! The node types and the lowering driver are here; `$ref` resolution is in `refs.rs` and the
-//! keywords of a schema object in `keywords.rs`.
+//! ignored and listed in the report).
+//!
+//! The node types and the lowering driver are here; `$ref` resolution is in `refs.rs`, the
+//! keywords of a schema object in `keywords.rs`, `unevaluated*` in `unevaluated.rs` and
+//! custom meta-schemas' vocabularies in `vocabulary.rs`.
 
 mod keywords;
 mod refs;
 mod unevaluated;
+mod vocabulary;
 
 use keywords::kind;
 use refs::{DEFAULT_BASE, escape_token, pointer_get};
@@ -241,7 +245,15 @@ pub struct Lowering<'o> {
     schema_roots: HashSet<Loc>,
     /// Documents that may be loaded on demand, by URI.
     remotes: &'o HashMap<String, Value>,
-    memo: HashMap<Loc, NodeId>,
+    /// The node of each location in each dynamic scope (an index into `scopes`).
+    memo: HashMap<(Loc, usize), NodeId>,
+    /// `$dynamicAnchor`s by the resource (its root location) that defines them.
+    dynamic_anchors: HashMap<Loc, Vec<(String, Loc)>>,
+    /// Dynamic scopes met so far: for each anchor name, the location of its outermost
+    /// `$dynamicAnchor` among the resources entered (scope 0 is empty).
+    scopes: Vec<Vec<(String, Loc)>>,
+    /// The dynamic scope of the location being lowered.
+    scope_now: usize,
     /// How deep `lower` is nested right now.
     lowering_depth: u32,
     /// Nodes whose schema object is being lowered (their node is still a placeholder).
@@ -267,6 +279,9 @@ impl<'o> Lowering<'o> {
             schema_roots: HashSet::new(),
             remotes,
             memo: HashMap::new(),
+            dynamic_anchors: HashMap::new(),
+            scopes: vec![Vec::new()],
+            scope_now: 0,
             lowering_depth: 0,
             in_progress: HashSet::new(),
             nodes: Vec::new(),
@@ -308,7 +323,39 @@ impl<'o> Lowering<'o> {
     }
 
     fn lower(&mut self, loc: Loc) -> Result<NodeId, CompileError> {
-        if let Some(&id) = self.memo.get(&loc) {
+        // Entering a resource with `$dynamicAnchor`s adds those not in scope yet: the
+        // outermost one of each name is what a `$dynamicRef` to it resolves to.
+        let outer = self.scope_now;
+        if let Some(anchors) = self.dynamic_anchors.get(&loc) {
+            let mut scope = self.scopes[outer].clone();
+            for (name, at) in anchors {
+                if !scope.iter().any(|(n, _)| n == name) {
+                    scope.push((name.clone(), at.clone()));
+                }
+            }
+            self.scope_now = match self.scopes.iter().position(|s| *s == scope) {
+                Some(i) => i,
+                None => {
+                    self.scopes.push(scope);
+                    self.scopes.len() - 1
+                }
+            };
+        }
+        let r = self.lower_in_scope(loc);
+        self.scope_now = outer;
+        r
+    }
+
+    /// The outermost `$dynamicAnchor` named `name` in the dynamic scope.
+    fn dynamic_anchor(&self, name: &str) -> Option<Loc> {
+        self.scopes[self.scope_now]
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, at)| at.clone())
+    }
+
+    fn lower_in_scope(&mut self, loc: Loc) -> Result<NodeId, CompileError> {
+        if let Some(&id) = self.memo.get(&(loc.clone(), self.scope_now)) {
             return Ok(id);
         }
         if self.lowering_depth >= self.options.limits.max_schema_depth {
@@ -336,7 +383,7 @@ impl<'o> Lowering<'o> {
                 reason: "no schema at this location".into(),
             })?;
         let id = self.push(Node::True)?;
-        self.memo.insert(loc.clone(), id);
+        self.memo.insert((loc.clone(), self.scope_now), id);
         let node = match &value {
             Value::Bool(true) => Node::True,
             Value::Object(obj) if obj.is_empty() => Node::True,

@@ -184,6 +184,15 @@ impl<'o> Lowering<'o> {
                 }
             }
         }
+        if draft >= Draft::Draft2020
+            && let Some(a) = obj.get("$dynamicAnchor").and_then(Value::as_str)
+            && let Some(root) = self.resources.get(&without_fragment(&base)).cloned()
+        {
+            self.dynamic_anchors
+                .entry(root)
+                .or_default()
+                .push((a.to_string(), loc.clone()));
+        }
         self.scope.insert(loc, (base.clone(), draft));
         for (key, sub) in &obj {
             let kptr = format!("{}/{}", ptr, escape_token(key));
