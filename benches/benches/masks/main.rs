@@ -11,9 +11,13 @@
 //! options and its `Matcher`), `outlines` (outlines-core's regex and `Index`, built in a worker
 //! process under a time and memory limit; a schema over the limit counts as a compile error).
 //!
+//! With `--cold`, Stencil's mask cache is new for every instance instead of shared by the
+//! instances of a schema.
+//!
 //! ```text
 //! cargo xtask bench masks -- [--tokenizer llama3|qwen3|gemma3|PATH] [--corpus DIR]
 //!     [--json FILE] [--svg FILE] [--engines stencil,stencil-nocache,llguidance,outlines]
+//!     [--cold]
 //! ```
 
 mod llg;
@@ -91,6 +95,11 @@ struct Args {
     /// needed it are listed.
     #[arg(long)]
     strict: bool,
+    /// Cold matchers: Stencil starts every instance with a new, empty mask cache (as a new
+    /// request does) instead of sharing one per schema; llguidance's matcher of each instance
+    /// is always a fresh clone of the compiled parser.
+    #[arg(long)]
+    cold: bool,
     /// Only the schemas whose file name contains this.
     #[arg(long)]
     filter: Option<String>,
@@ -292,7 +301,7 @@ fn main() -> Result<()> {
                     "{name}: kernel built in {:.1} ms",
                     t0.elapsed().as_secs_f64() * 1e3
                 );
-                let mut engine = stencil::Stencil::new(kernel, cache, args.strict);
+                let mut engine = stencil::Stencil::new(kernel, cache, args.strict, args.cold);
                 let run = run_engine(name, &mut engine, &cases, &tokens);
                 if !engine.relaxed().is_empty() {
                     eprintln!(

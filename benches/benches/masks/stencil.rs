@@ -1,5 +1,6 @@
 //! Stencil's engine: a kernel per tokenizer, a grammar and a mask cache per schema, a session
-//! per instance, as `stencil maskbench` and a server drive it.
+//! per instance, as `stencil maskbench` and a server drive it; with `cold`, a new mask cache
+//! per instance, as a new request or a host engine's new matcher starts.
 
 use std::sync::Arc;
 
@@ -14,6 +15,8 @@ use vocab_index::TokenId;
 pub struct Stencil {
     kernel: Arc<Kernel>,
     cache_bytes: usize,
+    /// A new, empty mask cache for every instance.
+    cold: bool,
     options: Options,
     /// Per schema compiled with a relaxation: the relaxations, one line each.
     relaxed: Vec<String>,
@@ -23,10 +26,11 @@ impl Stencil {
     /// Stencil over `kernel`, schemas compiled with the generation options, strictly or (with
     /// `strict` false) in lenient mode, where a keyword that cannot be enforced exactly is
     /// relaxed and listed instead of failing the schema.
-    pub fn new(kernel: Arc<Kernel>, cache_bytes: usize, strict: bool) -> Stencil {
+    pub fn new(kernel: Arc<Kernel>, cache_bytes: usize, strict: bool, cold: bool) -> Stencil {
         Stencil {
             kernel,
             cache_bytes,
+            cold,
             options: Options {
                 strict,
                 ..Options::generation()
@@ -65,6 +69,9 @@ impl Engine for Stencil {
     }
 
     fn start(&mut self, grammar: &mut Self::Grammar) -> Result<Run> {
+        if self.cold {
+            grammar.1 = MaskCache::new(self.cache_bytes);
+        }
         let session = Session::new(self.kernel.clone(), Matcher::new(grammar.0.clone()));
         let mask = session.new_mask();
         Ok(Run { session, mask })
