@@ -539,10 +539,13 @@ impl<M: Model> Generator<M> {
     /// Keeps `grammar`, compiled elsewhere from `schema`, for the requests that use `schema`
     /// (so [`Generator::compile`] and [`Generator::generate`] find it without compiling).
     /// Returns `false`, and keeps nothing, when the grammar was compiled with other options
-    /// than [`Generator::compile_options`]; a grammar already kept for `schema` stays, with its
-    /// mask cache.
+    /// than [`Generator::compile_options`] (the time a compile may take aside: it decides
+    /// whether a grammar is built, not which); a grammar already kept for `schema` stays, with
+    /// its mask cache.
     pub fn add_compiled(&mut self, schema: &Value, grammar: Arc<Grammar>) -> bool {
-        if grammar.options() != &self.options {
+        let mut theirs = grammar.options().clone();
+        theirs.limits.max_compile_time = self.options.limits.max_compile_time;
+        if theirs != self.options {
             return false;
         }
         let key = self.schema_key(schema);
