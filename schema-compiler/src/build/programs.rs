@@ -246,24 +246,51 @@ impl Builder<'_> {
         for (n, _) in &s.dependent_schemas {
             add(n, &mut lits);
         }
-        // Patterns.
+        // Patterns: each one's whole language (lookaheads included), for the literal names;
+        // and for the key DFA, its regex without leading lookaheads, which edit the match sets
+        // afterwards.
+        let as_pattern_properties = |e: CompileError| match e {
+            CompileError::Unsupported {
+                keyword, reason, ..
+            } if keyword == "pattern" => CompileError::Unsupported {
+                keyword: "patternProperties".into(),
+                pointer: loc.clone(),
+                reason,
+            },
+            CompileError::Invalid {
+                keyword, reason, ..
+            } if keyword == "pattern" => CompileError::Unsupported {
+                keyword: "patternProperties".into(),
+                pointer: loc.clone(),
+                reason,
+            },
+            other => other,
+        };
         let mut pat_res = Vec::new();
-        for (p, _) in &s.pattern_properties {
-            let re = ecma::pattern_language(p).map_err(|e| CompileError::Unsupported {
+        let mut pat_dfas: Vec<Arc<Dfa>> = Vec::new();
+        let mut lookaheads = Vec::new();
+        for (i, (p, _)) in s.pattern_properties.iter().enumerate() {
+            let whole = self.pattern_dfa(p, &loc).map_err(as_pattern_properties)?;
+            pat_dfas.push(self.dfas[whole as usize].clone());
+            let rest = match ecma::split_leading_lookaheads(p) {
+                Some(split) => {
+                    for (negative, look) in &split.lookaheads {
+                        let id = self
+                            .pattern_part_dfa(look, p, &loc)
+                            .map_err(as_pattern_properties)?;
+                        lookaheads.push((i, *negative, id));
+                    }
+                    split.rest
+                }
+                None => p.clone(),
+            };
+            let re = ecma::pattern_language(&rest).map_err(|e| CompileError::Unsupported {
                 keyword: "patternProperties".into(),
                 pointer: loc.clone(),
                 reason: format!("{e} in /{p}/"),
             })?;
             pat_res.push(re);
         }
-        let pat_dfas: Vec<Arc<Dfa>> = {
-            let mut v = Vec::new();
-            for re in &pat_res {
-                let id = self.regex_dfa(re, &loc)?;
-                v.push(self.dfas[id as usize].clone());
-            }
-            v
-        };
         let additional = s.additional_properties;
         let additional_allowed = !matches!(additional.map(|a| self.node(a)), Some(Node::False));
         // Member node per literal.
@@ -308,6 +335,23 @@ impl Builder<'_> {
                 .map_err(|e| self.dfa_error(e, &loc, "property names"))?;
             Dfa::clone(&d)
         };
+        // A pattern's lookaheads keep or drop it from the match sets of the keys they govern.
+        for &(i, negative, look) in &lookaheads {
+            let pattern = (nlit + i) as u32;
+            let look = self.dfas[look as usize].clone();
+            key_dfa = key_dfa
+                .edit_match_sets(
+                    &look,
+                    |set, seen| {
+                        set.iter()
+                            .copied()
+                            .filter(|&j| j != pattern || seen != negative)
+                            .collect()
+                    },
+                    self.limits(),
+                )
+                .map_err(|e| self.dfa_error(e, &loc, "patternProperties"))?;
+        }
         if let Some(pn) = s.property_names {
             let pl = self.lang(pn, Kind::String)?;
             let pl = self.fold_len(pl, &loc)?;

@@ -337,17 +337,29 @@ impl Dfa {
 
     /// Strings in `self` but not in `other`; match sets from `self`.
     pub fn difference(&self, other: &Dfa, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        self.edit_match_sets(
+            other,
+            |set, seen| if seen { Vec::new() } else { set.to_vec() },
+            limits,
+        )
+    }
+
+    /// The strings of `self` with their match sets edited by whether `other` accepts them:
+    /// `edit(set, in_other)` is the new match set, and an empty one matches nothing.
+    pub fn edit_match_sets(
+        &self,
+        other: &Dfa,
+        edit: impl Fn(&[u32], bool) -> Vec<u32>,
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
         Self::product(
             self,
             other,
             false,
             true,
             |x, y| {
-                if y.is_some() {
-                    None
-                } else {
-                    x.map(<[u32]>::to_vec)
-                }
+                let set = edit(x?, y.is_some());
+                (!set.is_empty()).then_some(set)
             },
             limits,
         )
