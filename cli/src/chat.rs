@@ -88,8 +88,8 @@ pub struct Args {
     trace: Option<PathBuf>,
 }
 
-/// Reads tools from a file: an array, or an object with a `tools` array.
-fn read_tools(path: &PathBuf) -> Result<Vec<Tool>> {
+/// Reads tools from a file: an array, or an object with a `tools` array; with the file's text.
+fn read_tools(path: &PathBuf) -> Result<(Vec<Tool>, String)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let v: Value = serde_json::from_str(&text)
@@ -98,13 +98,15 @@ fn read_tools(path: &PathBuf) -> Result<Vec<Tool>> {
         Some(list) => list,
         None => &v,
     };
-    Tool::list_from_openai(list).with_context(|| format!("tools in {}", path.display()))
+    let tools =
+        Tool::list_from_openai(list).with_context(|| format!("tools in {}", path.display()))?;
+    Ok((tools, text))
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let declared = match &args.tools {
+    let (declared, tools_text) = match &args.tools {
         Some(p) => read_tools(p)?,
-        None => Vec::new(),
+        None => (Vec::new(), String::new()),
     };
     if declared.is_empty() && args.builtin.is_empty() {
         bail!("no tools: pass --tools FILE and/or --builtin calculator");
@@ -171,6 +173,7 @@ pub fn run(args: Args) -> Result<()> {
 
     let mut generator = args.model.load()?;
     args.json_args.apply(&mut generator);
+    generator.numbers_as_written(&tools_text);
     if let Some(path) = &args.trace {
         let f =
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;

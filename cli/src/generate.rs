@@ -288,8 +288,8 @@ pub struct Args {
     json: bool,
 }
 
-/// Reads a schema given as a path or as inline JSON.
-pub fn read_schema(s: &str) -> Result<Value> {
+/// Reads a schema given as a path or as inline JSON, with its text.
+pub fn read_schema(s: &str) -> Result<(Value, String)> {
     let text = if s.trim_start().starts_with('{')
         || s.trim_start().starts_with('[')
         || s.trim() == "true"
@@ -299,13 +299,19 @@ pub fn read_schema(s: &str) -> Result<Value> {
     } else {
         std::fs::read_to_string(s).with_context(|| format!("reading schema file {s}"))?
     };
-    serde_json::from_str(&text).with_context(|| format!("schema is not valid JSON: {s}"))
+    let schema =
+        serde_json::from_str(&text).with_context(|| format!("schema is not valid JSON: {s}"))?;
+    Ok((schema, text))
 }
 
 pub fn run(args: Args) -> Result<()> {
-    let schema = args.schema.as_deref().map(read_schema).transpose()?;
+    let read = args.schema.as_deref().map(read_schema).transpose()?;
     let mut generator = args.model.load()?;
     args.json_args.apply(&mut generator);
+    let schema = read.map(|(schema, text)| {
+        generator.numbers_as_written(&text);
+        schema
+    });
     if let Some(path) = &args.trace {
         let f =
             std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;

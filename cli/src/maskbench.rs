@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow};
 use mask_kernel::{Kernel, MaskCache, MaskStats, Session};
 use schema_compiler::corpus::{self, Summary};
-use schema_compiler::{Grammar, Matcher, Options};
+use schema_compiler::{Compiler, Grammar, Matcher, Options};
 use serde_json::{Value, json};
 use vocab_index::{TokenId, TrieKind, Vocabulary};
 
@@ -187,7 +187,9 @@ pub fn run(args: Args) -> Result<()> {
             eprintln!("[{}/{}] {}", i + 1, total, case.file);
         }
         let start = Instant::now();
-        let compiled = Grammar::compile(&case.schema, &options);
+        let compiled = Compiler::new(options.clone())
+            .rounded_numbers(&case.rounded)
+            .compile(&case.schema);
         let ms = start.elapsed().as_secs_f64() * 1e3;
         let grammar = match compiled {
             Ok(g) => {

@@ -134,6 +134,23 @@ fn an_unsupported_keyword_names_its_pointer() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// A number in `enum` written with more digits than a float keeps is refused from the schema's
+/// text (read as a `Value` alone it would stand for `1e29`).
+#[test]
+fn a_number_rounded_when_read_is_refused() {
+    let schema =
+        r#"{"type":"object","properties":{"n":{"enum":[100000000000000000000000000001]}}}"#;
+    let out = stencil(&["generate", "--schema", schema, "--prompt", "hi"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("/properties/n"), "{err}");
+    assert!(err.contains("enum/0"), "{err}");
+    assert!(
+        err.contains("written with more significant digits"),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_demo_example_validates_on_the_default_model() {
     let out = stencil(&["demo", "--only", "countries", "--no-compare"]);

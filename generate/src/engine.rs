@@ -8,7 +8,8 @@ use std::time::Instant;
 use lru::LruCache;
 use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session};
 use sampler::SamplerConfig;
-use schema_compiler::{Grammar, Matcher, Options, PropertyOrder, Whitespace};
+use schema_compiler::json_text::RoundedNumbers;
+use schema_compiler::{Compiler, Grammar, Matcher, Options, PropertyOrder, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use vocab_index::{TokenId, TrieKind, Vocabulary};
@@ -302,6 +303,9 @@ pub struct Generator<M: Model> {
     template_kwargs: Option<Value>,
     /// The end marker of a thinking section, when set (see [`Generator::set_reasoning_end`]).
     reasoning_end: Option<String>,
+    /// Values that number literals of the schemas' texts were rounded to when read (see
+    /// [`Generator::numbers_as_written`]).
+    rounded: RoundedNumbers,
 }
 
 impl<M: Model> std::fmt::Debug for Generator<M> {
@@ -404,6 +408,7 @@ impl<M: Model> Generator<M> {
             logprob_sink: None,
             template_kwargs: None,
             reasoning_end: None,
+            rounded: RoundedNumbers::default(),
             whitespace,
             trace: None,
         })
@@ -457,10 +462,34 @@ impl<M: Model> Generator<M> {
 
     /// The cache key of `schema` compiled with the current options.
     pub(crate) fn schema_key(&self, schema: &Value) -> String {
-        match self.options.property_order {
+        let key = match self.options.property_order {
             PropertyOrder::Any => schema.to_string(),
             PropertyOrder::Schema => format!("in schema order\0{schema}"),
+        };
+        if self.rounded.is_empty() {
+            key
+        } else {
+            format!("{:?}\0{key}", self.rounded)
         }
+    }
+
+    /// Tells the generator the JSON text that schemas given to it were read from (a schema
+    /// file, a tools file), so that a number whose literal was rounded when read is refused
+    /// where the schema compares values with it, instead of standing for the short decimal it
+    /// rounded to (see [`schema_compiler::Compiler::numbers_as_written`]).
+    pub fn numbers_as_written(&mut self, text: &str) {
+        self.rounded.extend(&RoundedNumbers::in_text(text));
+    }
+
+    /// Compiles `schema` with `options`, refusing the rounded numbers it was told of.
+    pub(crate) fn compile_with(
+        &self,
+        schema: &Value,
+        options: &Options,
+    ) -> Result<Grammar, schema_compiler::CompileError> {
+        Compiler::new(options.clone())
+            .rounded_numbers(&self.rounded)
+            .compile(schema)
     }
 
     /// Writes a JSON line per decoding step to `sink` (allowed-token count, forced or sampled,
@@ -507,7 +536,7 @@ impl<M: Model> Generator<M> {
             return Ok((key, c, 0.0));
         }
         let t = Instant::now();
-        let grammar = Arc::new(Grammar::compile(schema, &self.options)?);
+        let grammar = Arc::new(self.compile_with(schema, &self.options)?);
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let cache = new_mask_cache();
         Ok((key, Compiled { grammar, cache }, ms))

@@ -123,7 +123,11 @@ impl Grammar {
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| schema_error(py, format!("the schema is not JSON: {e}"), None, ""))?;
         let compiled = py
-            .detach(|| schema_compiler::Grammar::compile(&value, &options))
+            .detach(|| {
+                schema_compiler::Compiler::new(options)
+                    .numbers_as_written(&text)
+                    .compile(&value)
+            })
             .map_err(|e| schema_error(py, e.to_string(), e.keyword(), e.pointer()))?;
         let kernel = vocab.get().kernel.clone();
         Ok(Grammar {

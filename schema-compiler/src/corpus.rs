@@ -12,6 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::json_text::RoundedNumbers;
+
 /// Why [`load`] failed: a path that could not be read. (A file that is not in either form is
 /// not an error; see [`Corpus::skipped`].)
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +60,9 @@ pub struct Case {
     pub file: String,
     /// The schema.
     pub schema: serde_json::Value,
+    /// The values its number literals were rounded to when read (give them to
+    /// [`crate::Compiler::rounded_numbers`]).
+    pub rounded: RoundedNumbers,
     /// The instances.
     pub tests: Vec<Instance>,
 }
@@ -70,7 +75,7 @@ struct RawTest {
 
 #[derive(Deserialize)]
 struct RawCase {
-    schema: serde_json::Value,
+    schema: Box<RawValue>,
     tests: Vec<RawTest>,
 }
 
@@ -152,13 +157,24 @@ pub fn load(paths: &[PathBuf]) -> Result<Corpus> {
         };
         let many = raw.len() > 1 || trimmed.starts_with('[');
         for (i, c) in raw.into_iter().enumerate() {
+            let schema = match serde_json::from_str(c.schema.get()) {
+                Ok(schema) => schema,
+                Err(e) => {
+                    corpus.skipped.push(Skipped {
+                        file: name.clone(),
+                        reason: e.to_string(),
+                    });
+                    continue;
+                }
+            };
             corpus.cases.push(Case {
                 file: if many {
                     format!("{name}#{i}")
                 } else {
                     name.clone()
                 },
-                schema: c.schema,
+                schema,
+                rounded: RoundedNumbers::in_text(c.schema.get()),
                 tests: c
                     .tests
                     .into_iter()

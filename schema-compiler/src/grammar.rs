@@ -9,6 +9,7 @@ use crate::build::Builder;
 use crate::dfa::Dfa;
 use crate::error::CompileError;
 use crate::ir::{Lowering, NodeId};
+use crate::json_text::RoundedNumbers;
 use crate::options::Options;
 use crate::report::CompileReport;
 use crate::tables::{ArrSpec, DfaId, Lexer, LexerId, ObjSpec, Program, ValueTemplate};
@@ -61,6 +62,7 @@ pub(crate) struct UniversalFlags {
 pub struct Compiler {
     options: Options,
     remotes: HashMap<String, Value>,
+    rounded: RoundedNumbers,
 }
 
 impl Compiler {
@@ -69,6 +71,7 @@ impl Compiler {
         Compiler {
             options,
             remotes: HashMap::new(),
+            rounded: RoundedNumbers::default(),
         }
     }
 
@@ -79,11 +82,41 @@ impl Compiler {
         self
     }
 
+    /// Tells the compiler the JSON text a schema (or a document added) was read from, so that a
+    /// number whose literal was rounded when read is refused where instances are compared with
+    /// it (`enum`, `const`, the bounds, `multipleOf`), instead of being taken as the short
+    /// decimal it rounded to: `{"enum": [100000000000000000000000000001]}` would otherwise
+    /// accept `1e29`. Without the text, only numbers whose float needs 17 significant digits
+    /// are known to be rounded. See [`RoundedNumbers`].
+    ///
+    /// ```
+    /// use schema_compiler::{Compiler, Options};
+    ///
+    /// let text = r#"{"enum": [100000000000000000000000000001]}"#;
+    /// let schema: serde_json::Value = serde_json::from_str(text).unwrap();
+    /// let e = Compiler::new(Options::generation())
+    ///     .numbers_as_written(text)
+    ///     .compile(&schema)
+    ///     .unwrap_err();
+    /// assert!(e.is_unsupported());
+    /// ```
+    pub fn numbers_as_written(&mut self, text: &str) -> &mut Self {
+        self.rounded.extend(&RoundedNumbers::in_text(text));
+        self
+    }
+
+    /// Adds values that number literals of the schema's text were rounded to (as
+    /// [`Compiler::numbers_as_written`] does from the text).
+    pub fn rounded_numbers(&mut self, rounded: &RoundedNumbers) -> &mut Self {
+        self.rounded.extend(rounded);
+        self
+    }
+
     /// Compiles `schema`.
     pub fn compile(&self, schema: &Value) -> Result<Grammar, CompileError> {
         let _span = tracing::debug_span!("compile").entered();
         let started = std::time::Instant::now();
-        let mut low = Lowering::new(schema, &self.options, &self.remotes)?;
+        let mut low = Lowering::new(schema, &self.options, &self.remotes, &self.rounded)?;
         let root = low.lower_root()?;
         let mut b = Builder::new(&self.options, low, started)?;
         b.build_templates(root)?;

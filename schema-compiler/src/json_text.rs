@@ -1,4 +1,7 @@
-//! Re-spacing JSON text without touching its tokens (numbers keep their exact spelling).
+//! Re-spacing JSON text without touching its tokens (numbers keep their exact spelling), and
+//! finding the number literals that reading the text rounds.
+
+use crate::text::decimal::Decimal;
 
 /// Removes insignificant whitespace from JSON text. Strings and numbers are kept as written.
 ///
@@ -105,4 +108,132 @@ pub fn pretty(text: &str, indent: usize) -> String {
     }
     out.push_str(&compact[start..]);
     out
+}
+
+/// The number literals of a JSON text that reading it into a [`serde_json::Value`] rounds:
+/// each as the `f64` it was read as, with the exact value written.
+///
+/// `serde_json` keeps integers within 64 bits exactly and reads every other number as the
+/// nearest `f64`, and the compiler takes that float's shortest decimal. A literal with more
+/// significant digits than a float keeps can round to a short decimal that looks exact
+/// (`100000000000000000000000000001` reads as `1e29`, `0.10000000000000000001` as `0.1`);
+/// only the text tells them apart. Given to [`crate::Compiler::numbers_as_written`], the bounds
+/// and `multipleOf` take the values as written, and `enum` and `const` refuse such numbers.
+///
+/// ```
+/// use schema_compiler::json_text::RoundedNumbers;
+/// use schema_compiler::text::decimal::Decimal;
+///
+/// let r = RoundedNumbers::in_text(r#"{"enum": [100000000000000000000000000001, 0.5, "1e99"]}"#);
+/// assert!(r.contains(1e29));
+/// assert!(!r.contains(0.5));
+/// let written: Decimal = "100000000000000000000000000001".parse().unwrap();
+/// assert_eq!(r.as_written(1e29), Some(&written));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct RoundedNumbers {
+    /// `f64::to_bits` of each rounded value, sorted, without repeats, with the value written
+    /// (`None` where literals of different values rounded to the same float).
+    read: Vec<(u64, Option<Decimal>)>,
+}
+
+impl RoundedNumbers {
+    /// The rounded number literals of `text`, which should be JSON (strings are skipped; a
+    /// text that is not JSON gives whatever number-like runs it holds outside strings).
+    pub fn in_text(text: &str) -> RoundedNumbers {
+        let b = text.as_bytes();
+        let mut found = Vec::new();
+        let mut i = 0;
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                    i += 1;
+                }
+                b'-' | b'0'..=b'9' => {
+                    let start = i;
+                    while i < b.len()
+                        && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                    {
+                        i += 1;
+                    }
+                    if let Some(r) = rounded_literal(&text[start..i]) {
+                        found.push(r);
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        let mut r = RoundedNumbers::default();
+        r.add(found);
+        r
+    }
+
+    /// Whether a literal was rounded to `x`.
+    pub fn contains(&self, x: f64) -> bool {
+        self.find(x).is_ok()
+    }
+
+    /// The value written of the literals rounded to `x`, when they all wrote the same value.
+    pub fn as_written(&self, x: f64) -> Option<&Decimal> {
+        self.read[self.find(x).ok()?].1.as_ref()
+    }
+
+    /// How many distinct values literals were rounded to.
+    pub fn len(&self) -> usize {
+        self.read.len()
+    }
+
+    /// Whether no literal was rounded.
+    pub fn is_empty(&self) -> bool {
+        self.read.is_empty()
+    }
+
+    /// Adds the literals of `other`.
+    pub fn extend(&mut self, other: &RoundedNumbers) {
+        self.add(other.read.clone());
+    }
+
+    fn find(&self, x: f64) -> Result<usize, usize> {
+        self.read
+            .binary_search_by_key(&x.to_bits(), |(bits, _)| *bits)
+    }
+
+    fn add(&mut self, more: Vec<(u64, Option<Decimal>)>) {
+        self.read.extend(more);
+        self.read.sort_by_key(|(bits, _)| *bits);
+        let mut merged: Vec<(u64, Option<Decimal>)> = Vec::with_capacity(self.read.len());
+        for (bits, written) in self.read.drain(..) {
+            match merged.last_mut() {
+                Some((b, w)) if *b == bits => {
+                    if *w != written {
+                        *w = None;
+                    }
+                }
+                _ => merged.push((bits, written)),
+            }
+        }
+        self.read = merged;
+    }
+}
+
+/// The bits of the `f64` that `serde_json` reads `literal` as, with the literal's value, when
+/// that float's shortest decimal is not the literal's value.
+fn rounded_literal(literal: &str) -> Option<(u64, Option<Decimal>)> {
+    let integer = !literal.contains(['.', 'e', 'E']);
+    if integer && (literal.parse::<u64>().is_ok() || literal.parse::<i64>().is_ok()) {
+        return None;
+    }
+    // Read as `serde_json` reads it: its float parsing may differ from `str::parse` in the
+    // last bit for long literals.
+    let x: f64 = serde_json::from_str(literal).ok()?;
+    // An infinite read is refused by `serde_json` itself; keep it out.
+    let read = Decimal::from_f64(x).ok()?;
+    // A literal beyond the exponent range a `Decimal` holds is known to be rounded, but not
+    // its value.
+    let written = literal.parse::<Decimal>().ok();
+    (written.as_ref() != Some(&read)).then_some((x.to_bits(), written))
 }

@@ -16,7 +16,7 @@ mod support;
 
 use std::sync::Arc;
 
-use schema_compiler::{Grammar, Matcher, Options};
+use schema_compiler::{Compiler, Grammar, Matcher, Options};
 use support::suite::{Case, accepts, minify, pretty};
 
 fn cases() -> Vec<Case> {
@@ -29,7 +29,12 @@ fn cases() -> Vec<Case> {
 fn failures(options: &Options, generation: bool) -> Vec<String> {
     let mut out = Vec::new();
     for case in cases() {
-        let grammar = match Grammar::compile(&case.schema, options) {
+        let text = case.schema.get();
+        let schema: serde_json::Value = serde_json::from_str(text).expect("JSON");
+        let compiled = Compiler::new(options.clone())
+            .numbers_as_written(text)
+            .compile(&schema);
+        let grammar = match compiled {
             Ok(g) => Arc::new(g),
             Err(e) if e.is_unsatisfiable() => {
                 for t in case.tests.iter().filter(|t| t.valid) {
@@ -94,7 +99,7 @@ fn every_case_is_exact_under_generation_options() {
 /// 64-bit float keeps, beyond the 64-bit integers) are refused, naming where they are; those
 /// read exactly compile.
 #[test]
-fn numbers_that_may_have_been_rounded_are_refused() {
+fn numbers_rounded_when_read_are_refused_or_taken_as_written() {
     let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
     for (text, keyword, at) in [
         (r#"{"const": 18446744073709551617}"#, "const", "`const`"),
@@ -114,6 +119,104 @@ fn numbers_that_may_have_been_rounded_are_refused() {
             assert!(e.is_unsupported(), "{text}: {e}");
             assert_eq!(e.keyword(), Some(keyword), "{text}: {e}");
             assert!(e.to_string().contains(at), "{text}: {e}");
+        }
+    }
+    // Literals with more digits than a float keeps that round to a short decimal: only the
+    // text tells them from that decimal, so they are refused when the compiler has it.
+    for (text, keyword, at) in [
+        (
+            r#"{"enum": [100000000000000000000000000001]}"#,
+            "enum",
+            "`enum/0`",
+        ),
+        (
+            r#"{"type": "number", "not": {"const": 0.10000000000000000001}}"#,
+            "const",
+            "`const`",
+        ),
+        (
+            r#"{"enum": [0.5, 2.00000000000000000001], "minimum": 0}"#,
+            "enum",
+            "`enum/1`",
+        ),
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            let e = Compiler::new(options.clone())
+                .numbers_as_written(text)
+                .compile(&parse(text))
+                .expect_err(text);
+            assert!(e.is_unsupported(), "{text}: {e}");
+            assert_eq!(e.keyword(), Some(keyword), "{text}: {e}");
+            assert!(e.to_string().contains(at), "{text}: {e}");
+            assert!(e.to_string().contains("written with more"), "{text}: {e}");
+        }
+    }
+    // Bounds and `multipleOf` take the value written.
+    for (text, valid, invalid) in [
+        (
+            r#"{"type": "number", "exclusiveMaximum": 100000000000000000000000000001}"#,
+            &["1e29", "100000000000000000000000000000.9", "-5"][..],
+            &[
+                "100000000000000000000000000001",
+                "1.00000000000000000000000000011e29",
+            ][..],
+        ),
+        (
+            r#"{"minimum": 0.10000000000000000001}"#,
+            &["0.10000000000000000001", "0.2", "1e3"][..],
+            &["0.1", "0.100000000000000000009", "0"][..],
+        ),
+        (
+            // In plain notation this `multipleOf` needs more states than generation allows.
+            r#"{"type": "number", "multipleOf": 0.10000000000000000001}"#,
+            &["0", "0.20000000000000000002", "1.0000000000000000001"][..],
+            &["0.1", "0.2", "1"][..],
+        ),
+    ] {
+        let both = [
+            (Options::validation(), false),
+            (Options::generation(), true),
+        ];
+        let runs = if text.contains("multipleOf") {
+            &both[..1]
+        } else {
+            &both[..]
+        };
+        for (options, plain_only) in runs.iter().cloned() {
+            let g = Compiler::new(options)
+                .numbers_as_written(text)
+                .compile(&parse(text))
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
+            let mut m = Matcher::new(Arc::new(g));
+            // Generation writes numbers in plain notation only, with at most 20 integer digits.
+            let generated = |v: &&&str| {
+                let int = v
+                    .split('.')
+                    .next()
+                    .unwrap_or_default()
+                    .trim_start_matches('-');
+                !v.contains('e') && int.len() <= 20
+            };
+            for v in valid.iter().filter(|v| !plain_only || generated(v)) {
+                accepts(&mut m, v).unwrap_or_else(|e| panic!("{text}: {v} rejected: {e}"));
+            }
+            for v in invalid {
+                assert!(accepts(&mut m, v).is_err(), "{text}: {v} accepted");
+            }
+        }
+    }
+    // A rounded literal outside the keywords that compare values (an annotation, a string)
+    // leaves the schema compiling, and so does an exact spelling of a short decimal.
+    for text in [
+        r#"{"type": "integer", "default": 100000000000000000000000000001}"#,
+        r#"{"enum": ["100000000000000000000000000001", 1e29]}"#,
+        r#"{"minimum": 0.1000000000000000000000, "maximum": 1.5E+3}"#,
+    ] {
+        for options in [Options::validation(), Options::generation()] {
+            Compiler::new(options)
+                .numbers_as_written(text)
+                .compile(&parse(text))
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
         }
     }
     for text in [

@@ -22,7 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
-use schema_compiler::{CompileError, Grammar, Options, PropertyOrder};
+use schema_compiler::json_text::RoundedNumbers;
+use schema_compiler::{CompileError, Compiler, Grammar, Options, PropertyOrder};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
@@ -126,13 +127,19 @@ impl CompilePool {
     }
 
     /// The grammar of `schema` with members in `order`: from the cache, or compiled now
-    /// within the deadline.
+    /// within the deadline. `rounded` holds the values that number literals of the request's
+    /// text were rounded to when read, refused where the schema compares values with them.
     pub async fn grammar(
         self: &Arc<Self>,
         schema: &Value,
         order: PropertyOrder,
+        rounded: &RoundedNumbers,
     ) -> Result<Compiled, Failure> {
-        let key = format!("{order:?}\0{schema}");
+        let key = if rounded.is_empty() {
+            format!("{order:?}\0{schema}")
+        } else {
+            format!("{order:?}\0{rounded:?}\0{schema}")
+        };
         if let Some(g) = lock(&self.grammars).get(&key) {
             self.metrics.schema_cache("hit");
             return Ok(Compiled {
@@ -158,13 +165,16 @@ impl CompilePool {
             };
         let pool = self.clone();
         let schema = schema.clone();
+        let rounded = rounded.clone();
         let owned_key = key.clone();
         let task = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let _span = tracing::debug_span!("compile pool").entered();
             let t = Instant::now();
             let result = catch_unwind(AssertUnwindSafe(|| {
-                Grammar::compile(&schema, &pool.options.clone().property_order(order))
+                Compiler::new(pool.options.clone().property_order(order))
+                    .rounded_numbers(&rounded)
+                    .compile(&schema)
             }));
             let result = match result {
                 Ok(Ok(g)) => Ok(Arc::new(g)),
@@ -258,13 +268,30 @@ mod tests {
     async fn grammars_and_failures_are_remembered() {
         let pool = pool(Duration::from_secs(600));
         let schema = json!({"type": "integer"});
-        assert!(!pool.grammar(&schema, PropertyOrder::Any).await.unwrap().hit);
-        assert!(pool.grammar(&schema, PropertyOrder::Any).await.unwrap().hit);
+        assert!(
+            !pool
+                .grammar(&schema, PropertyOrder::Any, &RoundedNumbers::default())
+                .await
+                .unwrap()
+                .hit
+        );
+        assert!(
+            pool.grammar(&schema, PropertyOrder::Any, &RoundedNumbers::default())
+                .await
+                .unwrap()
+                .hit
+        );
         let bad = json!({"type": "integer", "minimum": "zero"});
-        let first = pool.grammar(&bad, PropertyOrder::Any).await.err().unwrap();
+        let first = pool
+            .grammar(&bad, PropertyOrder::Any, &RoundedNumbers::default())
+            .await
+            .err()
+            .unwrap();
         assert!(matches!(first, Failure::Invalid(_)), "{first:?}");
         assert_eq!(
-            pool.grammar(&bad, PropertyOrder::Any).await.err(),
+            pool.grammar(&bad, PropertyOrder::Any, &RoundedNumbers::default())
+                .await
+                .err(),
             Some(first)
         );
         let m = &pool.metrics;

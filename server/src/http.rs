@@ -17,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use generate::{GenerateError, SCHEMA_PLACEHOLDER, SchemaInPrompt, TokenLogprob};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use schema_compiler::PropertyOrder;
+use schema_compiler::json_text::RoundedNumbers;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
@@ -334,6 +335,9 @@ async fn start(
         }
     })?;
     let mut plan = parse(&body, state.inner.limits.max_tokens, fresh_u64())?;
+    // The body parsed, so it is UTF-8. Its number literals that were rounded when read are
+    // refused where a schema compares values with them.
+    let rounded = RoundedNumbers::in_text(std::str::from_utf8(&body).unwrap_or_default());
     log.stream = plan.stream;
     let shared = &state.inner.shared;
     if shared.draining.load(Ordering::Relaxed) {
@@ -353,7 +357,7 @@ async fn start(
     let mut schema_cache_hit = None;
     if let Some(schema) = &plan.schema {
         let c = compiler
-            .grammar(schema, plan.property_order)
+            .grammar(schema, plan.property_order, &rounded)
             .await
             .map_err(|f| compile_error(f, None))?;
         schema_cache_hit = Some(c.hit);
@@ -361,7 +365,7 @@ async fn start(
     }
     for tool in &plan.tools {
         let c = compiler
-            .grammar(&tool.parameters, plan.property_order)
+            .grammar(&tool.parameters, plan.property_order, &rounded)
             .await
             .map_err(|f| compile_error(f, Some(&tool.name)))?;
         grammars.push((tool.parameters.clone(), c.grammar));

@@ -269,6 +269,56 @@ async fn an_unsatisfiable_schema_is_a_400() {
     server.stop().await;
 }
 
+/// A schema number written with more digits than a 64-bit float keeps is read from the
+/// request's text: in `enum` it is refused (it would otherwise stand for the float it rounds
+/// to, `1e29`), in a tool's bound it is taken as written; the same schema written with the
+/// short value compiles.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn schema_numbers_are_read_as_written() {
+    let server = start(config(), json_knobs());
+    let r = server.router();
+    let post = |body: String| {
+        Request::post("/v1/chat/completions")
+            .header("content-type", "application/json")
+            .body(Body::from(body))
+            .unwrap()
+    };
+    let format = |n: &str| {
+        format!(
+            r#"{{"messages": [{{"role": "user", "content": "x"}}], "response_format":
+            {{"type": "json_schema", "json_schema": {{"name": "n", "schema":
+            {{"type": "object", "properties": {{"answer": {{"enum": [42, {n}]}}}}}}}}}}}}"#
+        )
+    };
+    let e = send(&r, post(format("100000000000000000000000000001")))
+        .await
+        .error(400);
+    assert_eq!(e["code"], "invalid_json_schema");
+    let msg = e["message"].as_str().unwrap();
+    assert!(msg.contains("enum/1"), "{msg}");
+    assert!(
+        msg.contains("written with more significant digits"),
+        "{msg}"
+    );
+    // The same schema with the value it rounds to is another schema, and compiles.
+    let reply = send(&r, post(format("1e29"))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    // A bound keeps its digits: `answer` may be 42, below the bound as written.
+    let bounded = r#"{"messages": [{"role": "user", "content": "x"}], "response_format":
+        {"type": "json_schema", "json_schema": {"name": "n", "schema": {"type": "object",
+        "properties": {"answer": {"type": "integer",
+        "exclusiveMaximum": 42.0000000000000000000001}}}}}}"#;
+    let reply = send(&r, post(bounded.to_string())).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let content = reply.json()["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let doc: Value = serde_json::from_str(&content).unwrap();
+    assert_eq!(doc["answer"], 42, "{content}");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_sent_events_in_openai_chunk_format() {
     let server = start(config(), Knobs::default());

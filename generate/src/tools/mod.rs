@@ -70,7 +70,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mask_kernel::{Recognizer, Session};
-use schema_compiler::{Grammar, Matcher, Whitespace};
+use schema_compiler::{Matcher, Whitespace};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
@@ -781,7 +781,8 @@ impl<M: Model> Generator<M> {
                     .compile_options()
                     .clone()
                     .whitespace(Whitespace::Compact);
-                let grammar = Grammar::compile(&schema, &options)
+                let grammar = self
+                    .compile_with(&schema, &options)
                     .map_err(|e| schema_error("(all tools)", e))?;
                 compile_ms = t.elapsed().as_secs_f64() * 1e3;
                 (Arc::new(grammar), crate::engine::new_mask_cache())

@@ -4,9 +4,10 @@
 use serde_json::{Map, Value};
 
 use crate::error::CompileError;
+use crate::json_text::RoundedNumbers;
 use crate::options::{Draft, FormatMode};
 use crate::report::{Note, NoteKind};
-use crate::text::decimal::Decimal;
+use crate::text::decimal::{Decimal, DecimalError};
 
 use super::refs::{draft_of_schema_uri, escape_token, pointer_get};
 use super::{
@@ -15,6 +16,15 @@ use super::{
 };
 
 impl<'o> Lowering<'o> {
+    /// The exact value of a schema number: the value written where its literal was rounded
+    /// when read and the text is known, otherwise what it was read as.
+    fn exact_number(&self, n: &serde_json::Number) -> Result<Decimal, DecimalError> {
+        match n.as_f64().filter(|_| n.is_f64()) {
+            Some(x) if let Some(written) = self.rounded.as_written(x) => Ok(written.clone()),
+            _ => Decimal::from_json_number(n),
+        }
+    }
+
     pub(super) fn lower_object(
         &mut self,
         loc: &Loc,
@@ -72,16 +82,30 @@ impl<'o> Lowering<'o> {
         let off = self.keywords_off(loc);
         for (key, v) in obj {
             let k = key.as_str();
+            // A bound or `multipleOf` whose literal was rounded takes the value written (see
+            // `exact_number`); `enum` and `const` values stay `Value`s and refuse it.
+            let written_bound = BOUND_KEYWORDS.contains(&k)
+                && v.as_f64()
+                    .is_some_and(|x| self.rounded.as_written(x).is_some());
             if VALUE_KEYWORDS.contains(&k)
-                && let Some((at, n)) = rounded_number(v, String::new())
+                && !written_bound
+                && let Some((at, n, why)) = rounded_number(v, String::new(), self.rounded)
             {
+                let why = match why {
+                    Rounded::Digits => {
+                        "which needs 17 significant digits: the number as written may have had \
+                         more and been rounded, so its exact value is unknown"
+                    }
+                    Rounded::AsWritten => {
+                        "but was written with more significant digits than such a float keeps: \
+                         its exact value was rounded away"
+                    }
+                };
                 return Err(CompileError::Unsupported {
                     keyword: k.into(),
                     pointer: here.clone(),
                     reason: format!(
-                        "the number at `{k}{at}` was read as the 64-bit float {n}, which needs 17 \
-                         significant digits: the number as written may have had more and been \
-                         rounded, so its exact value is unknown"
+                        "the number at `{k}{at}` was read as the 64-bit float {n}, {why}"
                     ),
                 });
             }
@@ -204,7 +228,9 @@ impl<'o> Lowering<'o> {
                     let n = v
                         .as_number()
                         .ok_or_else(|| invalid(k, "must be a number".into()))?;
-                    let d = Decimal::from_json_number(n).map_err(|e| invalid(k, e.to_string()))?;
+                    let d = self
+                        .exact_number(n)
+                        .map_err(|e| invalid(k, e.to_string()))?;
                     let excl_flag = |name: &str| {
                         draft == Draft::Draft4 && obj.get(name) == Some(&Value::Bool(true))
                     };
@@ -231,7 +257,9 @@ impl<'o> Lowering<'o> {
                     let n = v
                         .as_number()
                         .ok_or_else(|| invalid(k, "must be a number".into()))?;
-                    let d = Decimal::from_json_number(n).map_err(|e| invalid(k, e.to_string()))?;
+                    let d = self
+                        .exact_number(n)
+                        .map_err(|e| invalid(k, e.to_string()))?;
                     if d.is_zero() || d.is_negative() {
                         return Err(invalid(k, "must be greater than 0".into()));
                     }
@@ -458,29 +486,56 @@ pub(super) const VALUE_KEYWORDS: &[&str] = &[
     "multipleOf",
 ];
 
+/// Keywords whose number becomes a [`Decimal`] at once: with the schema's text, the value
+/// written.
+const BOUND_KEYWORDS: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+/// Why a schema number may not be the number written.
+pub(super) enum Rounded {
+    /// Its shortest decimal has 17 digits (the text is not known).
+    Digits,
+    /// The text it was read from had a different value (see [`RoundedNumbers`]).
+    AsWritten,
+}
+
 /// The first number in `v` (and its pointer below `at`) that may have been rounded when read.
 ///
 /// Integers that fit 64 bits are read exactly; every other number is read as the nearest
 /// `f64`, and the compiler takes its shortest round-trip decimal (`0.1` as exactly `0.1`). A
 /// number written with at most 16 significant digits is that decimal; one whose shortest
 /// decimal needs 17 digits was written with 17 or more (`18446744073709551617`, read as
-/// `18446744073709552000`), and may have lost some.
-pub(super) fn rounded_number(v: &Value, at: String) -> Option<(String, f64)> {
+/// `18446744073709552000`), and may have lost some. A longer literal can also round to a short
+/// decimal (`100000000000000000000000000001` to `1e29`): `rounded` holds such values when the
+/// schema's text is known.
+pub(super) fn rounded_number(
+    v: &Value,
+    at: String,
+    rounded: &RoundedNumbers,
+) -> Option<(String, f64, Rounded)> {
     match v {
         Value::Number(n) if n.is_f64() => {
             let x = n.as_f64()?;
+            if rounded.contains(x) {
+                return Some((at, x, Rounded::AsWritten));
+            }
             let text = format!("{x:e}");
             let mantissa = text.split('e').next().unwrap_or("");
             let digits = mantissa.bytes().filter(u8::is_ascii_digit).count();
-            (digits >= 17).then_some((at, x))
+            (digits >= 17).then_some((at, x, Rounded::Digits))
         }
         Value::Array(a) => a
             .iter()
             .enumerate()
-            .find_map(|(i, x)| rounded_number(x, format!("{at}/{i}"))),
+            .find_map(|(i, x)| rounded_number(x, format!("{at}/{i}"), rounded)),
         Value::Object(m) => m
             .iter()
-            .find_map(|(k, x)| rounded_number(x, format!("{at}/{}", escape_token(k)))),
+            .find_map(|(k, x)| rounded_number(x, format!("{at}/{}", escape_token(k)), rounded)),
         _ => None,
     }
 }

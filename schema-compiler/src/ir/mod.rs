@@ -30,6 +30,7 @@ use serde_json::Value;
 use url::Url;
 
 use crate::error::CompileError;
+use crate::json_text::RoundedNumbers;
 use crate::options::{Draft, Options};
 use crate::report::{Note, NoteKind};
 use crate::text::decimal::Decimal;
@@ -245,6 +246,8 @@ pub struct Lowering<'o> {
     schema_roots: HashSet<Loc>,
     /// Documents that may be loaded on demand, by URI.
     remotes: &'o HashMap<String, Value>,
+    /// Values that number literals of the schema's text were rounded to when read.
+    rounded: &'o RoundedNumbers,
     /// The node of each location in each dynamic scope (an index into `scopes`).
     memo: HashMap<(Loc, usize), NodeId>,
     /// `$dynamicAnchor`s by the resource (its root location) that defines them.
@@ -268,6 +271,7 @@ impl<'o> Lowering<'o> {
         root: &Value,
         options: &'o Options,
         remotes: &'o HashMap<String, Value>,
+        rounded: &'o RoundedNumbers,
     ) -> Result<Self, CompileError> {
         let mut l = Lowering {
             options,
@@ -278,6 +282,7 @@ impl<'o> Lowering<'o> {
             scope: HashMap::new(),
             schema_roots: HashSet::new(),
             remotes,
+            rounded,
             memo: HashMap::new(),
             dynamic_anchors: HashMap::new(),
             scopes: vec![Vec::new()],
