@@ -405,7 +405,7 @@ impl Builder<'_> {
                             pointer: loc.clone(),
                             reason: format!("format `{f}` is not enforced"),
                         })?;
-                    let d = self.regex_dfa(&fl.regex, &loc)?;
+                    let d = self.regex_dfa_with(&fl.regex, fl.direct, &loc)?;
                     let fl = Lang {
                         dfa: d,
                         min: 0,

@@ -31,6 +31,7 @@ use crate::options::Options;
 use crate::report::CompileReport;
 use crate::tables::{ArrSpec, DfaId, Kind, Lexer, NumExpr, ObjSpec, Program, ValueTemplate};
 use crate::text::ecma;
+use crate::text::formats::DirectDfa;
 use crate::text::numeric::{self, NumberSpec};
 use programs::Expr;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -250,10 +251,21 @@ impl<'o> Builder<'o> {
     }
 
     fn regex_dfa(&mut self, re: &str, loc: &str) -> Result<DfaId, CompileError> {
+        self.regex_dfa_with(re, None, loc)
+    }
+
+    /// [`Builder::regex_dfa`], built by `direct` where given (see
+    /// [`crate::dfa::cached_regex_with`]).
+    fn regex_dfa_with(
+        &mut self,
+        re: &str,
+        direct: Option<DirectDfa>,
+        loc: &str,
+    ) -> Result<DfaId, CompileError> {
         if let Some(&id) = self.dfa_by_regex.get(re) {
             return Ok(id);
         }
-        let dfa = crate::dfa::cached_regex(re, self.limits())
+        let dfa = crate::dfa::cached_regex_with(re, self.limits(), direct)
             .map_err(|e| self.dfa_error(e, loc, "regex"))?;
         self.total_states += dfa.num_states();
         if self.total_states > self.options.limits.max_total_dfa_states {

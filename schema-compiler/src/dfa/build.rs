@@ -631,6 +631,28 @@ pub fn cached_regexes<S: AsRef<str>>(
     patterns: &[S],
     limits: DfaLimits,
 ) -> Result<Arc<Dfa>, DfaError> {
+    cached(patterns, limits, || Dfa::from_regexes(patterns, limits))
+}
+
+/// [`cached_regex`], built by `direct` where given: a construction of the same language that
+/// is faster than determinizing the regex (see `text/datetime.rs`).
+pub fn cached_regex_with(
+    pattern: &str,
+    limits: DfaLimits,
+    direct: Option<fn(DfaLimits) -> Result<Dfa, DfaError>>,
+) -> Result<Arc<Dfa>, DfaError> {
+    match direct {
+        Some(build) => cached(&[pattern], limits, || build(limits)),
+        None => cached_regex(pattern, limits),
+    }
+}
+
+/// The DFA of `patterns` from the cache, or built by `build` and kept.
+fn cached<S: AsRef<str>>(
+    patterns: &[S],
+    limits: DfaLimits,
+    build: impl FnOnce() -> Result<Dfa, DfaError>,
+) -> Result<Arc<Dfa>, DfaError> {
     // Keyed by the size limits, which decide whether a DFA is built, not by the deadline,
     // which only stops the build (and a failed build is not kept).
     type Cache = Mutex<(HashMap<(Vec<String>, usize, usize), Arc<Dfa>>, usize)>;
@@ -644,7 +666,7 @@ pub fn cached_regexes<S: AsRef<str>>(
     if let Some(d) = cache.lock().unwrap_or_else(|e| e.into_inner()).0.get(&key) {
         return Ok(d.clone());
     }
-    let d = Arc::new(Dfa::from_regexes(patterns, limits)?);
+    let d = Arc::new(build()?);
     let mut guard = cache.lock().unwrap_or_else(|e| e.into_inner());
     if guard.1 + d.num_states() > CACHE_MAX_STATES {
         guard.0.clear();

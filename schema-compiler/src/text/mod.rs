@@ -16,6 +16,7 @@
 //! Nothing here builds a DFA; callers do that with `regex-automata` (dense, anchored,
 //! `MatchKind::All`, Unicode and UTF-8 on) and enforce their own size limits.
 
+mod datetime;
 pub mod decimal;
 pub mod ecma;
 pub mod formats;
