@@ -133,8 +133,11 @@ pub fn pretty(text: &str, indent: usize) -> String {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct RoundedNumbers {
     /// `f64::to_bits` of each rounded value, sorted, without repeats, with the value written
-    /// (`None` where literals of different values rounded to the same float).
+    /// (`None` where literals of different values were read as the same float).
     read: Vec<(u64, Option<Decimal>)>,
+    /// `f64::to_bits` of the floats some literal was read as exactly, sorted: a rounded
+    /// literal read as one of these has no single value written.
+    exact: Vec<u64>,
 }
 
 impl RoundedNumbers {
@@ -142,7 +145,7 @@ impl RoundedNumbers {
     /// text that is not JSON gives whatever number-like runs it holds outside strings).
     pub fn in_text(text: &str) -> RoundedNumbers {
         let b = text.as_bytes();
-        let mut found = Vec::new();
+        let mut r = RoundedNumbers::default();
         let mut i = 0;
         while i < b.len() {
             match b[i] {
@@ -160,15 +163,16 @@ impl RoundedNumbers {
                     {
                         i += 1;
                     }
-                    if let Some(r) = rounded_literal(&text[start..i]) {
-                        found.push(r);
+                    match float_literal(&text[start..i]) {
+                        Some(Read::Rounded(bits, written)) => r.read.push((bits, written)),
+                        Some(Read::Exact(bits)) => r.exact.push(bits),
+                        None => {}
                     }
                 }
                 _ => i += 1,
             }
         }
-        let mut r = RoundedNumbers::default();
-        r.add(found);
+        r.normalize();
         r
     }
 
@@ -177,7 +181,8 @@ impl RoundedNumbers {
         self.find(x).is_ok()
     }
 
-    /// The value written of the literals rounded to `x`, when they all wrote the same value.
+    /// The value written of the literals read as `x`, when one was rounded to it and they all
+    /// wrote the same value.
     pub fn as_written(&self, x: f64) -> Option<&Decimal> {
         self.read[self.find(x).ok()?].1.as_ref()
     }
@@ -192,9 +197,11 @@ impl RoundedNumbers {
         self.read.is_empty()
     }
 
-    /// Adds the literals of `other`.
+    /// Adds the literals of `other` (the text of another document).
     pub fn extend(&mut self, other: &RoundedNumbers) {
-        self.add(other.read.clone());
+        self.read.extend(other.read.iter().cloned());
+        self.exact.extend_from_slice(&other.exact);
+        self.normalize();
     }
 
     fn find(&self, x: f64) -> Result<usize, usize> {
@@ -202,8 +209,11 @@ impl RoundedNumbers {
             .binary_search_by_key(&x.to_bits(), |(bits, _)| *bits)
     }
 
-    fn add(&mut self, more: Vec<(u64, Option<Decimal>)>) {
-        self.read.extend(more);
+    /// Sorts, merges the entries of one float, and forgets the value written wherever two
+    /// literals of different values were read as the same float.
+    fn normalize(&mut self) {
+        self.exact.sort_unstable();
+        self.exact.dedup();
         self.read.sort_by_key(|(bits, _)| *bits);
         let mut merged: Vec<(u64, Option<Decimal>)> = Vec::with_capacity(self.read.len());
         for (bits, written) in self.read.drain(..) {
@@ -216,13 +226,26 @@ impl RoundedNumbers {
                 _ => merged.push((bits, written)),
             }
         }
+        for (bits, written) in &mut merged {
+            if self.exact.binary_search(bits).is_ok() {
+                *written = None;
+            }
+        }
         self.read = merged;
     }
 }
 
-/// The bits of the `f64` that `serde_json` reads `literal` as, with the literal's value, when
-/// that float's shortest decimal is not the literal's value.
-fn rounded_literal(literal: &str) -> Option<(u64, Option<Decimal>)> {
+/// How `serde_json` reads a number literal that it reads as a float.
+enum Read {
+    /// As the float with these bits, whose shortest decimal is the literal's value.
+    Exact(u64),
+    /// As the float with these bits, whose shortest decimal is not the literal's value (`None`
+    /// when that value is beyond what a [`Decimal`] holds).
+    Rounded(u64, Option<Decimal>),
+}
+
+/// How `serde_json` reads `literal`, when it reads it as a float (not a 64-bit integer).
+fn float_literal(literal: &str) -> Option<Read> {
     let integer = !literal.contains(['.', 'e', 'E']);
     if integer && (literal.parse::<u64>().is_ok() || literal.parse::<i64>().is_ok()) {
         return None;
@@ -235,5 +258,9 @@ fn rounded_literal(literal: &str) -> Option<(u64, Option<Decimal>)> {
     // A literal beyond the exponent range a `Decimal` holds is known to be rounded, but not
     // its value.
     let written = literal.parse::<Decimal>().ok();
-    (written.as_ref() != Some(&read)).then_some((x.to_bits(), written))
+    Some(if written.as_ref() == Some(&read) {
+        Read::Exact(x.to_bits())
+    } else {
+        Read::Rounded(x.to_bits(), written)
+    })
 }

@@ -97,8 +97,8 @@ impl<'o> Lowering<'o> {
                          more and been rounded, so its exact value is unknown"
                     }
                     Rounded::AsWritten => {
-                        "but was written with more significant digits than such a float keeps: \
-                         its exact value was rounded away"
+                        "and a literal of the schema with more significant digits than such a \
+                         float keeps was read as the same float: the value written is unknown"
                     }
                 };
                 return Err(CompileError::Unsupported {
