@@ -156,6 +156,9 @@ pub fn run(args: Args) -> Result<()> {
         .then(|| vocab_index::TokenizerConfig::from_file(&config_path))
         .transpose()?;
     let vocab = Arc::new(Vocabulary::from_tokenizer(&tokenizer, config.as_ref())?);
+    // Instances are tokenized as a model writes them after its prompt, with no `▁` before the
+    // document (Llama 2's tokenizer puts one before a whole text).
+    let tokenizer = vocab_index::mid_text_tokenizer(&args.tokenizer)?;
     let t0 = Instant::now();
     let kernel = Arc::new(Kernel::new(vocab.clone(), args.backend)?);
     eprintln!(

@@ -282,6 +282,33 @@ fn maskbench_reports_a_file_it_cannot_read() {
     assert!(err.contains("files skipped 1"), "{err}");
 }
 
+/// Instances are tokenized as a model writes them mid-text: Llama 2's tokenizer puts `▁` before
+/// a whole text, which compact generation never writes, so every valid instance was rejected.
+#[test]
+fn maskbench_tokenizes_instances_as_generated_text() {
+    let dir = std::env::temp_dir().join(format!("stencil-maskbench-mid-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a.json"),
+        r#"{"schema": {"anyOf": [{"properties": {"t": {"const": "ab"}}, "required": ["t"]},
+            {"properties": {"t": {"const": "abXYZ"}}, "required": ["t"]}]},
+            "tests": [{"data": {"t": "abXYZ"}, "valid": true}, {"data": {"t": "ab"}, "valid": true},
+            {"data": {"t": "abX"}, "valid": false}]}"#,
+    )
+    .unwrap();
+    for name in ["llama2", "llama3", "gemma3", "qwen3"] {
+        let tok = format!("{}/tokenizers/{name}/tokenizer.json", support::assets());
+        let out = stencil(&["maskbench", "--tokenizer", &tok, dir.to_str().unwrap()]);
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        assert!(
+            err.contains("valid accepted 2 rejected 0; invalid rejected 1 accepted 0"),
+            "{name}: {err}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[cfg(not(feature = "mlx"))]
 #[test]
 fn mlx_without_the_feature_is_a_clear_error() {

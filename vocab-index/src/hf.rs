@@ -376,6 +376,52 @@ fn byte_level_byte(c: char) -> Option<u8> {
     }
 }
 
+/// The tokenizer at `path` as it tokenizes text in the middle of a generation: without the
+/// step that puts `▁` before a whole text (a `Prepend` normalizer, or a `Metaspace`
+/// pre-tokenizer's `prepend_scheme`, as in Llama 2). Text tokenized as a whole would start
+/// with a space that a model writing a document after its prompt does not write.
+///
+/// # Errors
+///
+/// [`Error::Io`] for an unreadable file, [`Error::Tokenizer`] when `tokenizers` cannot load it.
+pub fn mid_text_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    let tokenizer_error = |source| Error::Tokenizer {
+        path: path.to_owned(),
+        source,
+    };
+    let mut json: Value =
+        serde_json::from_str(&text).map_err(|e| tokenizer_error(Box::new(e) as _))?;
+    if json.pointer("/normalizer/type").and_then(Value::as_str) == Some("Prepend") {
+        json["normalizer"] = Value::Null;
+    }
+    if let Some(steps) = json
+        .pointer_mut("/normalizer/normalizers")
+        .and_then(Value::as_array_mut)
+    {
+        steps.retain(|s| s["type"] != "Prepend");
+    }
+    let sequence = json.pointer("/pre_tokenizer/type").and_then(Value::as_str) == Some("Sequence");
+    let metaspaces: Vec<&mut Value> = if sequence {
+        json.pointer_mut("/pre_tokenizer/pretokenizers")
+            .and_then(Value::as_array_mut)
+            .map(|steps| steps.iter_mut().collect())
+            .unwrap_or_default()
+    } else {
+        json.get_mut("pre_tokenizer").into_iter().collect()
+    };
+    for p in metaspaces {
+        if p.get("type").and_then(Value::as_str) == Some("Metaspace") {
+            p["prepend_scheme"] = Value::from("never");
+        }
+    }
+    Tokenizer::from_bytes(json.to_string().as_bytes()).map_err(tokenizer_error)
+}
+
 impl Vocabulary {
     /// Loads `tokenizer.json` at `path` and, if present, `tokenizer_config.json` in the same
     /// directory.

@@ -148,7 +148,7 @@ mod vocabulary;
 pub use double_array::DoubleArrayTrie;
 pub use error::{Error, Result};
 pub use flat::FlatTrie;
-pub use hf::{TOKENIZER_CONFIG_FILE, TokenizerConfig};
+pub use hf::{TOKENIZER_CONFIG_FILE, TokenizerConfig, mid_text_tokenizer};
 pub use index::{AnyIndex, NodeId, NodeTokens, TrieKind, TrieVisitor, VocabIndex};
 pub use token::TokenId;
 pub use vocabulary::Vocabulary;

@@ -115,7 +115,7 @@ pub fn tok(name: &'static str) -> Arc<Tok> {
     cell.get_or_init(|| {
         let path = tokenizer_path(name);
         let vocab = Arc::new(Vocabulary::from_file(&path).expect("the vocabulary loads"));
-        let tokenizer = mid_text_tokenizer(&path);
+        let tokenizer = vocab_index::mid_text_tokenizer(&path).expect("the tokenizer loads");
         for &eos in vocab.eos_ids() {
             assert!(
                 vocab.is_special(eos),
@@ -133,21 +133,6 @@ pub fn tok(name: &'static str) -> Arc<Tok> {
         })
     })
     .clone()
-}
-
-/// The tokenizer at `path`, without the normalizer step that prepends `▁` to a whole text
-/// (Llama 2): the instances are tokenized as they appear in the middle of a generation, where
-/// no space precedes the document.
-fn mid_text_tokenizer(path: &std::path::Path) -> tokenizers::Tokenizer {
-    let text = std::fs::read_to_string(path).expect("the tokenizer is readable");
-    let mut json: serde_json::Value = serde_json::from_str(&text).expect("the tokenizer is JSON");
-    if let Some(steps) = json
-        .pointer_mut("/normalizer/normalizers")
-        .and_then(|v| v.as_array_mut())
-    {
-        steps.retain(|s| s["type"] != "Prepend");
-    }
-    tokenizers::Tokenizer::from_bytes(json.to_string().as_bytes()).expect("the tokenizer loads")
 }
 
 /// Compiles `schema` for generation.
