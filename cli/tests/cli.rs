@@ -263,20 +263,40 @@ fn an_incomplete_document_is_a_failure() {
     assert!(err.contains("--max-tokens"), "{err}");
 }
 
+/// `stencil maskbench` with the tokenizer `name` over a new directory holding `files`
+/// (name, text); the directory is removed afterwards.
+fn maskbench(name: &str, files: &[(&str, &str)]) -> std::process::Output {
+    let dir = std::env::temp_dir().join(format!(
+        "stencil-maskbench-{}-{}",
+        std::process::id(),
+        NEXT_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(file), text).unwrap();
+    }
+    let tok = format!("{}/tokenizers/{name}/tokenizer.json", support::assets());
+    let out = stencil(&["maskbench", "--tokenizer", &tok, dir.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    out
+}
+
+/// Tells apart the directories of [`maskbench`] calls in one test process.
+static NEXT_DIR: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 #[test]
 fn maskbench_reports_a_file_it_cannot_read() {
-    let dir = std::env::temp_dir().join(format!("stencil-maskbench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("a.json"),
-        r#"{"schema": {"type": "integer"}, "tests": [{"data": 3, "valid": true}]}"#,
-    )
-    .unwrap();
-    std::fs::write(dir.join("b.json"), "{ not json").unwrap();
-    let tok = format!("{}/tokenizers/llama3/tokenizer.json", support::assets());
-    let out = stencil(&["maskbench", "--tokenizer", &tok, dir.to_str().unwrap()]);
+    let out = maskbench(
+        "llama3",
+        &[
+            (
+                "a.json",
+                r#"{"schema": {"type": "integer"}, "tests": [{"data": 3, "valid": true}]}"#,
+            ),
+            ("b.json", "{ not json"),
+        ],
+    );
     let err = text(&out.stderr);
-    std::fs::remove_dir_all(&dir).unwrap();
     assert!(out.status.success(), "{err}");
     assert!(err.contains("skipped") && err.contains("b.json"), "{err}");
     assert!(err.contains("files skipped 1"), "{err}");
@@ -286,19 +306,12 @@ fn maskbench_reports_a_file_it_cannot_read() {
 /// a whole text, which compact generation never writes, so every valid instance was rejected.
 #[test]
 fn maskbench_tokenizes_instances_as_generated_text() {
-    let dir = std::env::temp_dir().join(format!("stencil-maskbench-mid-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("a.json"),
-        r#"{"schema": {"anyOf": [{"properties": {"t": {"const": "ab"}}, "required": ["t"]},
-            {"properties": {"t": {"const": "abXYZ"}}, "required": ["t"]}]},
-            "tests": [{"data": {"t": "abXYZ"}, "valid": true}, {"data": {"t": "ab"}, "valid": true},
-            {"data": {"t": "abX"}, "valid": false}]}"#,
-    )
-    .unwrap();
+    let case = r#"{"schema": {"anyOf": [{"properties": {"t": {"const": "ab"}}, "required": ["t"]},
+        {"properties": {"t": {"const": "abXYZ"}}, "required": ["t"]}]},
+        "tests": [{"data": {"t": "abXYZ"}, "valid": true}, {"data": {"t": "ab"}, "valid": true},
+        {"data": {"t": "abX"}, "valid": false}]}"#;
     for name in ["llama2", "llama3", "gemma3", "qwen3"] {
-        let tok = format!("{}/tokenizers/{name}/tokenizer.json", support::assets());
-        let out = stencil(&["maskbench", "--tokenizer", &tok, dir.to_str().unwrap()]);
+        let out = maskbench(name, &[("a.json", case)]);
         let err = text(&out.stderr);
         assert!(out.status.success(), "{name}: {err}");
         assert!(
@@ -306,7 +319,6 @@ fn maskbench_tokenizes_instances_as_generated_text() {
             "{name}: {err}"
         );
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[cfg(not(feature = "mlx"))]

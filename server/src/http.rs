@@ -336,8 +336,12 @@ async fn start(
     })?;
     let mut plan = parse(&body, state.inner.limits.max_tokens, fresh_u64())?;
     // The body parsed, so it is UTF-8. Its number literals that were rounded when read are
-    // refused where a schema compares values with them.
-    let rounded = RoundedNumbers::in_text(std::str::from_utf8(&body).unwrap_or_default());
+    // refused where a schema compares values with them (scanned only when there is a schema).
+    let rounded = if plan.schema.is_some() || !plan.tools.is_empty() {
+        RoundedNumbers::in_text(std::str::from_utf8(&body).unwrap_or_default())
+    } else {
+        RoundedNumbers::default()
+    };
     log.stream = plan.stream;
     let shared = &state.inner.shared;
     if shared.draining.load(Ordering::Relaxed) {

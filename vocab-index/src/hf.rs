@@ -96,10 +96,7 @@ impl TokenizerConfig {
     /// object of the expected shape.
     pub fn from_file(path: impl AsRef<Path>) -> Result<TokenizerConfig> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })?;
+        let text = read_text(path)?;
         serde_json::from_str(&text).map_err(|source| Error::Config {
             path: path.to_owned(),
             source,
@@ -376,6 +373,14 @@ fn byte_level_byte(c: char) -> Option<u8> {
     }
 }
 
+/// The text of the file at `path`.
+fn read_text(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
 /// The tokenizer at `path` as it tokenizes text in the middle of a generation: without the
 /// step that puts `▁` before a whole text (a `Prepend` normalizer, or a `Metaspace`
 /// pre-tokenizer's `prepend_scheme`, as in Llama 2). Text tokenized as a whole would start
@@ -386,10 +391,7 @@ fn byte_level_byte(c: char) -> Option<u8> {
 /// [`Error::Io`] for an unreadable file, [`Error::Tokenizer`] when `tokenizers` cannot load it.
 pub fn mid_text_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let text = read_text(path)?;
     let tokenizer_error = |source| Error::Tokenizer {
         path: path.to_owned(),
         source,

@@ -252,12 +252,8 @@ impl Builder<'_> {
         let as_pattern_properties = |e: CompileError| match e {
             CompileError::Unsupported {
                 keyword, reason, ..
-            } if keyword == "pattern" => CompileError::Unsupported {
-                keyword: "patternProperties".into(),
-                pointer: loc.clone(),
-                reason,
-            },
-            CompileError::Invalid {
+            }
+            | CompileError::Invalid {
                 keyword, reason, ..
             } if keyword == "pattern" => CompileError::Unsupported {
                 keyword: "patternProperties".into(),

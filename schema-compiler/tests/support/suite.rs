@@ -439,12 +439,12 @@ fn judge_schema(
 ) -> Vec<Record> {
     let started = std::time::Instant::now();
     let rounded = RoundedNumbers::in_text(schema.get());
-    let with_rounded;
+    let mut with_rounded;
     let compiler = if rounded.is_empty() {
         compiler
     } else {
-        with_rounded = compiler.clone().rounded_numbers(&rounded).clone();
-        &with_rounded
+        with_rounded = compiler.clone();
+        with_rounded.rounded_numbers(&rounded)
     };
     let grammar = serde_json::from_str(schema.get())
         .map_err(|e| format!("the schema is not JSON: {e}"))
