@@ -49,6 +49,7 @@ struct Args {
     rounds: usize,
     max_tokens: usize,
     threads: Option<u32>,
+    overlap: bool,
 }
 
 fn parse_args() -> Result<Args> {
@@ -62,6 +63,7 @@ fn parse_args() -> Result<Args> {
         rounds: 3,
         max_tokens: 96,
         threads: None,
+        overlap: true,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -73,6 +75,7 @@ fn parse_args() -> Result<Args> {
             "--rounds" => args.rounds = value("--rounds")?.parse()?,
             "--max-tokens" => args.max_tokens = value("--max-tokens")?.parse()?,
             "--threads" => args.threads = Some(value("--threads")?.parse()?),
+            "--no-overlap" => args.overlap = false,
             "--runtime" => {
                 args.runtimes = match value("--runtime")?.as_str() {
                     "llama" => vec![Runtime::Llama],
@@ -84,7 +87,8 @@ fn parse_args() -> Result<Args> {
             "--help" | "-h" => {
                 println!(
                     "generate bench: [--runtime llama|mlx|both] [--json FILE] [--rounds N (3)] \
-                     [--max-tokens N (96)] [--threads N (llama.cpp)]"
+                     [--max-tokens N (96)] [--threads N (llama.cpp)] [--no-overlap (llama.cpp: \
+                     the next mask before the forward pass, not during it)]"
                 );
                 std::process::exit(0);
             }
@@ -155,13 +159,29 @@ fn main() -> Result<()> {
                         path.display()
                     );
                 }
-                let t = Instant::now();
-                let mut config = LlamaConfig::default();
+                let mut config = LlamaConfig::default().with_overlap(args.overlap);
                 if let Some(n) = args.threads {
                     config = config.with_threads(n, n);
                 }
-                let model = LlamaModel::load(&path, config)?;
-                measure(&args, &path, model, t.elapsed(), &tok_path)?
+                // Start-up as `stencil` does it, twice: cold (no kernel tables on disk: built
+                // and written) and warm (read back).
+                let tables = std::env::temp_dir()
+                    .join(format!("stencil-bench-tables-{}", std::process::id()));
+                let _ = std::fs::remove_dir_all(&tables);
+                let cold = llama_start_up(&path, &config, &tables)?;
+                drop(cold.0);
+                let (model, tokenizer, kernel, warm) = llama_start_up(&path, &config, &tables)?;
+                let _ = std::fs::remove_dir_all(&tables);
+                let startup = json!({
+                    "startup_ms": cold.3.total(),
+                    "startup_warm_ms": warm.total(),
+                    "startup_cold": cold.3.json(),
+                    "startup_warm": warm.json(),
+                });
+                println!("start-up, cold: {}", cold.3);
+                println!("start-up, warm: {warm}");
+                let generator = Generator::with_kernel(model, tokenizer, kernel)?;
+                measure(&args, &path, generator, startup)?
             }
             Runtime::Mlx => mlx(&args, &assets, &tok_path)?,
         };
@@ -196,7 +216,26 @@ fn mlx(args: &Args, assets: &Path, tok_path: &Path) -> Result<Value> {
     }
     let t = Instant::now();
     let model = MlxModel::load(&dir, MlxConfig::default())?;
-    measure(args, &dir, model, t.elapsed(), tok_path)
+    let model_ms = ms(t.elapsed());
+    let t = Instant::now();
+    let tokenizer = Arc::new(generate::Tokenizer::from_file(tok_path)?);
+    let tokenizer_ms = ms(t.elapsed());
+    let t = Instant::now();
+    let kernel = generate::kernel_for(&tokenizer)?;
+    let tables_ms = ms(t.elapsed());
+    let start_up = StartUp {
+        model_ms,
+        tokenizer_ms,
+        tables_ms,
+    };
+    println!("start-up: {start_up}");
+    let generator = Generator::with_kernel(model, tokenizer, kernel)?;
+    measure(
+        args,
+        &dir,
+        generator,
+        json!({"startup_ms": start_up.total(), "startup": start_up.json()}),
+    )
 }
 
 #[cfg(not(feature = "mlx"))]
@@ -204,32 +243,93 @@ fn mlx(_: &Args, _: &Path, _: &Path) -> Result<Value> {
     bail!("this build has no MLX runtime (the `mlx` feature)")
 }
 
-/// The rounds on one loaded model; returns its report.
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The parts of a start-up, in ms: until the model, its tokenizer and the kernel's tables are
+/// ready to sample.
+struct StartUp {
+    model_ms: f64,
+    tokenizer_ms: f64,
+    tables_ms: f64,
+}
+
+impl StartUp {
+    fn total(&self) -> f64 {
+        self.model_ms + self.tokenizer_ms + self.tables_ms
+    }
+
+    fn json(&self) -> Value {
+        json!({"model_ms": self.model_ms, "tokenizer_ms": self.tokenizer_ms,
+            "tables_ms": self.tables_ms})
+    }
+}
+
+impl std::fmt::Display for StartUp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "model {:.0} ms, tokenizer {:.0} ms, kernel tables {:.0} ms: {:.0} ms",
+            self.model_ms,
+            self.tokenizer_ms,
+            self.tables_ms,
+            self.total()
+        )
+    }
+}
+
+/// Loads the GGUF model, takes its own tokenizer and the kernel (tables kept in `tables`), as
+/// `stencil` does.
+fn llama_start_up(
+    path: &Path,
+    config: &LlamaConfig,
+    tables: &Path,
+) -> Result<(
+    LlamaModel,
+    Arc<generate::Tokenizer>,
+    Arc<mask_kernel::Kernel>,
+    StartUp,
+)> {
+    let t = Instant::now();
+    let model = LlamaModel::load(path, config.clone())?;
+    let model_ms = ms(t.elapsed());
+    let t = Instant::now();
+    let tokenizer = Arc::new(model.tokenizer()?);
+    let tokenizer_ms = ms(t.elapsed());
+    let t = Instant::now();
+    let kernel = generate::kernel_cached(&tokenizer, tables)?;
+    let tables_ms = ms(t.elapsed());
+    Ok((
+        model,
+        tokenizer,
+        kernel,
+        StartUp {
+            model_ms,
+            tokenizer_ms,
+            tables_ms,
+        },
+    ))
+}
+
+/// The rounds on one loaded model; returns its report, with `startup` (its start-up figures,
+/// an object) merged in.
 fn measure<M: Model>(
     args: &Args,
     model_path: &Path,
-    model: M,
-    load_model: Duration,
-    tok_path: &Path,
+    mut generator: Generator<M>,
+    startup: Value,
 ) -> Result<Value> {
     let schema: Value = serde_json::from_str(SCHEMA)?;
-    let load_model_ms = load_model.as_secs_f64() * 1e3;
-    let t = Instant::now();
-    let tokenizer = Arc::new(generate::Tokenizer::from_file(tok_path)?);
-    let mut generator = Generator::new(model, tokenizer)?;
-    let token_tables_ms = t.elapsed().as_secs_f64() * 1e3;
     let (_, compile_ms) = generator.compile(&schema)?;
-    let startup_ms = load_model_ms + token_tables_ms + compile_ms;
-    println!(
-        "start-up: model {load_model_ms:.0} ms, tokenizer and token tables {token_tables_ms:.0} ms, \
-         schema {compile_ms:.2} ms: {startup_ms:.0} ms"
-    );
+    println!("first compile of the schema: {compile_ms:.2} ms");
 
     let mut sink = |_: &str| true;
     // Warm-up: page in the weights, fill the mask cache as a serving process would have.
     generator.generate(&request(Some(schema.clone()), 16), &mut sink)?;
 
-    let (mut c_tps, mut u_tps, mut mask_us, mut lengths) = (vec![], vec![], vec![], vec![]);
+    let (mut c_tps, mut u_tps, mut lengths) = (vec![], vec![], vec![]);
+    let (mut mask_us, mut exposed_us) = (vec![], vec![]);
     let mut sample: Option<Output> = None;
     for round in 0..args.rounds {
         let c = generator.generate(&request(Some(schema.clone()), args.max_tokens), &mut sink)?;
@@ -242,31 +342,35 @@ fn measure<M: Model>(
             );
         }
         println!(
-            "round {}: {n} tokens ({} forced); constrained {:.1} tokens/s (mask {:.1} µs/token), \
-             unconstrained {:.1} tokens/s",
+            "round {}: {n} tokens ({} forced); constrained {:.1} tokens/s (mask {:.1} µs/token, \
+             {:.1} µs of it waited for), unconstrained {:.1} tokens/s",
             round + 1,
             c.forced_tokens,
             c.timing.tokens_per_s,
             c.timing.mask_us_mean,
+            c.timing.mask_exposed_us_mean,
             u.timing.tokens_per_s
         );
         c_tps.push(c.timing.tokens_per_s);
         u_tps.push(u.timing.tokens_per_s);
         mask_us.push(c.timing.mask_us_mean);
+        exposed_us.push(c.timing.mask_exposed_us_mean);
         lengths.push(n as f64);
         sample.get_or_insert(c);
     }
     let (c, u) = (median(c_tps), median(u_tps));
     let ratio = c / u;
     println!(
-        "median: constrained {c:.1} tokens/s, unconstrained {u:.1} tokens/s, ratio {:.1}%, mask {:.1} µs/token",
+        "median: constrained {c:.1} tokens/s, unconstrained {u:.1} tokens/s, ratio {:.1}%, mask \
+         {:.1} µs/token, exposed {:.1} µs/token",
         ratio * 100.0,
-        median(mask_us.clone())
+        median(mask_us.clone()),
+        median(exposed_us.clone())
     );
     if let Some(s) = &sample {
         println!("constrained text ({:?}): {}", s.stop, s.text);
     }
-    Ok(json!({
+    let mut report = json!({
         "model": model_path.file_name().map(|f| f.to_string_lossy().into_owned()),
         "rounds": args.rounds,
         "tokens": median(lengths),
@@ -274,9 +378,11 @@ fn measure<M: Model>(
         "unconstrained_tps": u,
         "ratio": ratio,
         "mask_us_per_token": median(mask_us),
-        "startup_ms": startup_ms,
-        "load_model_ms": load_model_ms,
-        "token_tables_ms": token_tables_ms,
+        "mask_exposed_us_per_token": median(exposed_us),
         "compile_ms": compile_ms,
-    }))
+    });
+    if let (Some(report), Value::Object(startup)) = (report.as_object_mut(), startup) {
+        report.extend(startup);
+    }
+    Ok(report)
 }

@@ -86,11 +86,18 @@ impl ModelArgs {
 
     /// Loads the model and tokenizer into a generator.
     pub fn load(&self) -> Result<Generator<AnyModel>> {
-        let model = match self.runtime {
-            Runtime::Llama => AnyModel::Llama(self.load_llama(1)?),
-            Runtime::Mlx => self.load_mlx()?,
+        let (model, tokenizer) = match self.runtime {
+            Runtime::Llama => {
+                let model = self.load_llama(1, true)?;
+                let own = model.tokenizer().with_context(|| {
+                    format!("reading the vocabulary of {}", model.path().display())
+                })?;
+                (AnyModel::Llama(model), self.checked_override(own)?)
+            }
+            Runtime::Mlx => (self.load_mlx()?, self.load_tokenizer()?),
         };
-        Ok(Generator::new(model, Arc::new(self.load_tokenizer()?))?)
+        let kernel = kernel(&tokenizer)?;
+        Ok(Generator::with_kernel(model, Arc::new(tokenizer), kernel)?)
     }
 
     /// The model's tokenizer: for llama.cpp the GGUF file's own vocabulary (or `--tokenizer`
@@ -119,7 +126,7 @@ impl ModelArgs {
             Runtime::Llama => {
                 let n_seq = u32::try_from(sequences.max(1))
                     .map_err(|_| anyhow!("{sequences} sequences are too many"))?;
-                Box::new(self.load_llama(n_seq)?)
+                Box::new(self.load_llama(n_seq, false)?)
             }
             Runtime::Mlx => Box::new(PerSequence::new(vec![self.load_mlx()?])?),
         })
@@ -131,6 +138,13 @@ impl ModelArgs {
         let model_path = self.model_path();
         let own = runtime_llama::load_tokenizer(&model_path)
             .with_context(|| format!("reading the vocabulary of {}", model_path.display()))?;
+        self.checked_override(own)
+    }
+
+    /// `own`, the GGUF file's tokenizer, or the `--tokenizer` override once it is checked
+    /// against it.
+    fn checked_override(&self, own: Tokenizer) -> Result<Tokenizer> {
+        let model_path = self.model_path();
         let Some(path) = &self.tokenizer else {
             return Ok(own);
         };
@@ -166,7 +180,9 @@ impl ModelArgs {
         Err(anyhow!(crate::runtime::WITHOUT_MLX))
     }
 
-    fn load_llama(&self, sequences: u32) -> Result<LlamaModel> {
+    /// Loads the GGUF model for `sequences` sequences; with `overlap`, single-sequence
+    /// evaluation runs beside the next token's mask (see [`LlamaConfig::overlap`]).
+    fn load_llama(&self, sequences: u32, overlap: bool) -> Result<LlamaModel> {
         let model_path = self.model_path();
         if !model_path.is_file() {
             return Err(anyhow!(
@@ -176,12 +192,22 @@ impl ModelArgs {
         }
         let mut config = LlamaConfig::default()
             .with_n_ctx(self.ctx)
-            .with_sequences(sequences);
+            .with_sequences(sequences)
+            .with_overlap(overlap);
         let threads = self.threads.unwrap_or(config.n_threads);
         config = config.with_threads(threads, self.threads_batch());
         LlamaModel::load(&model_path, config)
             .with_context(|| format!("loading {}", model_path.display()))
     }
+}
+
+/// The mask kernel of `tokenizer`, its tables kept in the download cache between runs
+/// ([`generate::default_tables_dir`]), or built in memory where there is no such cache.
+pub fn kernel(tokenizer: &Tokenizer) -> Result<Arc<mask_kernel::Kernel>> {
+    Ok(match generate::default_tables_dir() {
+        Some(dir) => generate::kernel_cached(tokenizer, &dir)?,
+        None => generate::kernel_for(tokenizer)?,
+    })
 }
 
 /// How JSON generated under a schema is laid out (`--whitespace`).

@@ -138,7 +138,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     tracing::info!(model = %model_path.display(), "loading the model");
     let tokenizer = Arc::new(args.model.load_tokenizer()?);
-    let kernel = generate::kernel_for(&tokenizer)?;
+    let kernel = crate::generate::kernel(&tokenizer)?;
     let (model, json_args, reasoning_end) = (args.model, args.json_args, args.reasoning_end);
     server::serve(
         config,

@@ -204,6 +204,11 @@ pub struct Timing {
     pub tokens_per_s: f64,
     /// Mean time to compute a mask.
     pub mask_us_mean: f64,
+    /// Mean time per mask that decoding waited for it: a mask computed while the model
+    /// evaluated the last token (see [`Model::forward_with`]) counts only the time it ran
+    /// past the evaluation; any other mask counts in full.
+    #[serde(default)]
+    pub mask_exposed_us_mean: f64,
     /// Total time in masks.
     pub mask_ms_total: f64,
 }
@@ -895,6 +900,31 @@ pub fn kernel_for(tokenizer: &Tokenizer) -> Result<Arc<Kernel>, GenerateError> {
     Kernel::new(tokenizer.vocab().clone(), TrieKind::Flat)
         .map(Arc::new)
         .map_err(|e| GenerateError::Tokenizer(e.to_string()))
+}
+
+/// [`kernel_for`], with the tables kept in `dir` between processes: read from there when a
+/// file for this vocabulary is there and good, else built and written there (see
+/// [`Kernel::cached`]; a file that cannot be read or written is logged and built around).
+pub fn kernel_cached(
+    tokenizer: &Tokenizer,
+    dir: &std::path::Path,
+) -> Result<Arc<Kernel>, GenerateError> {
+    Kernel::cached(tokenizer.vocab().clone(), TrieKind::Flat, dir)
+        .map(|(kernel, _)| Arc::new(kernel))
+        .map_err(|e| GenerateError::Tokenizer(e.to_string()))
+}
+
+/// Where programs keep kernel tables by default: `$STENCIL_CACHE/tables`, else
+/// `~/.cache/stencil/tables` (the download cache's directory); `None` when neither
+/// `STENCIL_CACHE` nor `HOME` is set.
+#[must_use]
+pub fn default_tables_dir() -> Option<std::path::PathBuf> {
+    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let cache = match from_env("STENCIL_CACHE") {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::path::PathBuf::from(from_env("HOME")?).join(".cache/stencil"),
+    };
+    Some(cache.join("tables"))
 }
 
 /// Copies `logits` into `raw`, puts the `n` likeliest tokens (with their logits) into `top`,

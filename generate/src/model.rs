@@ -67,6 +67,14 @@ pub trait Model {
         self.forward(tokens)
     }
 
+    /// After a [`Model::forward_with`] call: how long the caller waited, once the tokens were
+    /// evaluated, for `meanwhile` to return (zero when it returned first): the part of
+    /// `meanwhile` left on the decode path. `None` (the default) where `meanwhile` does not
+    /// overlap the evaluation, so that all of it is on the path.
+    fn last_overlap_wait(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Keep only the first `n_past` positions of the KV cache.
     fn truncate(&mut self, n_past: usize) -> Result<(), ModelError>;
 

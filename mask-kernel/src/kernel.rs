@@ -9,9 +9,11 @@ use recognizer::{LEVELS, QUOTE, TOP_LEVEL, key_content, spelled_in, string_conte
 
 /// Everything the kernel precomputes for one vocabulary. Immutable and `Send + Sync`: build it
 /// once per tokenizer and share it (`Arc`) between sessions and threads.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Kernel {
-    vocab: Arc<Vocabulary>,
+    /// Not stored with the tables: [`Kernel::load`] takes it, and checks its fingerprint.
+    #[serde(skip, default = "crate::persist::no_vocabulary")]
+    pub(crate) vocab: Arc<Vocabulary>,
     /// Every token a grammar can produce (not special, not empty).
     trie: AnyIndex,
     /// The tokens containing `"`: the only ones that can leave a string.
@@ -161,6 +163,28 @@ impl Kernel {
             key_content: (key_set, key_count),
             eos,
         })
+    }
+
+    /// Whether every token set is as long as the vocabulary and every listed id inside it (a
+    /// check on tables read from a file).
+    pub(crate) fn tables_fit(&self) -> bool {
+        let n = self.vocab.len();
+        let sets = self
+            .by_budget
+            .iter()
+            .chain(self.by_level.iter().flatten())
+            .chain(std::iter::once(&self.key_content));
+        let ids = self
+            .close_tokens
+            .iter()
+            .flatten()
+            .chain(&self.close_empty)
+            .map(|&(_, id)| id)
+            .chain(self.eos.iter().copied());
+        sets.into_iter().all(|(set, _)| set.len() == n)
+            && ids.into_iter().all(|id| id.as_usize() < n)
+            && self.by_level.len() == LEVELS.len() - 1
+            && self.outside.len() == LEVELS.len() - 1
     }
 
     /// The vocabulary.

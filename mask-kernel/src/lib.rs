@@ -77,6 +77,7 @@ mod apply;
 mod cache;
 mod error;
 mod kernel;
+mod persist;
 mod session;
 
 pub use apply::apply;
@@ -84,6 +85,7 @@ pub use cache::{CacheStats, MaskCache};
 pub use error::MaskError;
 pub use fixedbitset::FixedBitSet;
 pub use kernel::Kernel;
+pub use persist::TablesError;
 /// The trait a grammar implements and its split, from the `recognizer` crate.
 pub use recognizer::{Close, Recognizer, Split};
 pub use session::{MaskStats, Session};

@@ -85,6 +85,9 @@ pub struct LlamaConfig {
     pub n_threads_batch: u32,
     /// Where llama.cpp's log messages go; the [`LOG_ENV`] environment variable overrides it.
     pub log: LlamaLog,
+    /// Whether [`generate::Model::forward_with`] evaluates on a helper thread while the caller
+    /// runs its `meanwhile` work (the next token's mask), rather than after it. On by default.
+    pub overlap: bool,
 }
 
 impl Default for LlamaConfig {
@@ -96,6 +99,7 @@ impl Default for LlamaConfig {
             n_threads: default_threads(),
             n_threads_batch: default_threads(),
             log: LlamaLog::Quiet,
+            overlap: true,
         }
     }
 }
@@ -127,6 +131,14 @@ impl LlamaConfig {
     pub fn with_threads(mut self, n_threads: u32, n_threads_batch: u32) -> Self {
         self.n_threads = n_threads;
         self.n_threads_batch = n_threads_batch;
+        self
+    }
+
+    /// Sets whether evaluation overlaps the caller's `meanwhile` work (see
+    /// [`LlamaConfig::overlap`]).
+    #[must_use]
+    pub fn with_overlap(mut self, overlap: bool) -> Self {
+        self.overlap = overlap;
         self
     }
 

@@ -11,6 +11,8 @@
 use std::fmt;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use generate::{BatchModel, Model, ModelError, SeqStep};
 use llama_cpp_2::context::LlamaContext;
@@ -31,7 +33,7 @@ const SEQ: i32 = 0;
 self_cell::self_cell!(
     /// The loaded weights and the context that borrows them.
     struct Engine {
-        owner: RawModel,
+        owner: Arc<RawModel>,
         #[covariant]
         dependent: LlamaContext,
     }
@@ -53,6 +55,13 @@ pub struct LlamaModel {
     info: ModelInfo,
     config: LlamaConfig,
     path: PathBuf,
+    /// With [`LlamaConfig::overlap`]: the one thread every evaluation of [`Model`]'s methods
+    /// runs on. A thread of its own lets the caller work meanwhile; always the same one,
+    /// because llama.cpp's OpenMP team belongs to the thread that calls it, and a new caller
+    /// would start a new team.
+    eval_thread: Option<Arc<rayon::ThreadPool>>,
+    /// See [`Model::last_overlap_wait`].
+    overlap_wait: Option<Duration>,
 }
 
 const _: () = {
@@ -119,7 +128,7 @@ impl LlamaModel {
             // point, not only within the window.
             .with_swa_full(true)
             .with_no_perf(true);
-        let engine = Engine::try_new(raw, |raw| raw.new_context(&backend, params))
+        let engine = Engine::try_new(Arc::new(raw), |raw| raw.new_context(&backend, params))
             .map_err(|err| load_error(format!("cannot create a llama.cpp context: {err}")))?;
         drop(backend);
 
@@ -130,6 +139,16 @@ impl LlamaModel {
             / n_seq;
         let n_batch = usize::try_from(n_batch)
             .map_err(|_| load_error("batch size does not fit in memory".to_owned()))?;
+        let eval_thread = if config.overlap {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "llama-eval".to_owned())
+                .build()
+                .map_err(|err| load_error(format!("cannot start the evaluation thread: {err}")))?;
+            Some(Arc::new(pool))
+        } else {
+            None
+        };
         tracing::debug!(%info, n_ctx, n_seq, n_batch, "loaded model");
         Ok(Self {
             engine,
@@ -142,6 +161,8 @@ impl LlamaModel {
             info,
             config,
             path: path.to_path_buf(),
+            eval_thread,
+            overlap_wait: None,
         })
     }
 
@@ -155,6 +176,16 @@ impl LlamaModel {
     #[must_use]
     pub fn vocab(&self) -> GgufVocab<'_> {
         GgufVocab::new(self.engine.borrow_owner().vocab(), self.info.n_vocab)
+    }
+
+    /// The tokenizer the GGUF file carries, sharing the vocabulary llama.cpp loaded with the
+    /// weights (no second read of the file, unlike [`crate::load_tokenizer`]).
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Load`] when the vocabulary or chat template is malformed.
+    pub fn tokenizer(&self) -> Result<generate::Tokenizer, ModelError> {
+        crate::tokenizer::tokenizer_of(self.engine.borrow_owner().clone(), &self.path)
     }
 
     /// The settings the model was loaded with.
@@ -200,6 +231,28 @@ impl LlamaModel {
     }
 }
 
+impl LlamaModel {
+    /// Evaluates `tokens` after the cached positions into the logits buffer, on the calling
+    /// thread.
+    fn evaluate(&mut self, tokens: &[u32]) -> Result<(), ModelError> {
+        self.check(tokens)?;
+        let start = self.n_past;
+        let (batch, logits, n_batch) = (&mut self.batch, &mut self.logits, self.n_batch);
+        self.engine.with_dependent_mut(|_, ctx| {
+            let result = evaluate(ctx, batch, tokens, start, n_batch, logits);
+            if result.is_err() {
+                // Drop whatever part of the call reached the cache, so that the cache still
+                // holds exactly the first `start` positions. Failing to do so leaves no worse
+                // state than the evaluation error already reported.
+                let _ = ctx.kv_cache_seq_rm(SEQ, u32::try_from(start).ok(), None);
+            }
+            result
+        })?;
+        self.n_past = start + tokens.len();
+        Ok(())
+    }
+}
+
 /// Whether `id` indexes a vocabulary of `n_vocab` tokens.
 pub(crate) fn in_vocab(id: u32, n_vocab: usize) -> bool {
     usize::try_from(id).is_ok_and(|id| id < n_vocab)
@@ -219,21 +272,42 @@ impl Model for LlamaModel {
     }
 
     fn forward(&mut self, tokens: &[u32]) -> Result<&[f32], ModelError> {
-        self.check(tokens)?;
-        let start = self.n_past;
-        let (batch, logits, n_batch) = (&mut self.batch, &mut self.logits, self.n_batch);
-        self.engine.with_dependent_mut(|_, ctx| {
-            let result = evaluate(ctx, batch, tokens, start, n_batch, logits);
-            if result.is_err() {
-                // Drop whatever part of the call reached the cache, so that the cache still
-                // holds exactly the first `start` positions. Failing to do so leaves no worse
-                // state than the evaluation error already reported.
-                let _ = ctx.kv_cache_seq_rm(SEQ, u32::try_from(start).ok(), None);
-            }
-            result
-        })?;
-        self.n_past = start + tokens.len();
+        self.overlap_wait = None;
+        match self.eval_thread.clone() {
+            Some(thread) => thread.install(|| self.evaluate(tokens))?,
+            None => self.evaluate(tokens)?,
+        }
         Ok(&self.logits)
+    }
+
+    /// With [`LlamaConfig::overlap`], llama.cpp evaluates the tokens on the model's evaluation
+    /// thread while this one runs `meanwhile`; the wait for `meanwhile` after the evaluation is
+    /// kept for [`Model::last_overlap_wait`].
+    fn forward_with(
+        &mut self,
+        tokens: &[u32],
+        meanwhile: &mut dyn FnMut(),
+    ) -> Result<&[f32], ModelError> {
+        self.overlap_wait = None;
+        let Some(thread) = self.eval_thread.clone() else {
+            meanwhile();
+            return self.forward(tokens);
+        };
+        let mut evaluated = None;
+        let returned = thread.in_place_scope(|scope| {
+            scope.spawn(|_| evaluated = Some((self.evaluate(tokens), Instant::now())));
+            meanwhile();
+            Instant::now()
+        });
+        // The scope returns once the spawned evaluation has (a panic in it resumes here).
+        let (result, done) = evaluated.expect("the scope ran the evaluation");
+        result?;
+        self.overlap_wait = Some(returned.saturating_duration_since(done));
+        Ok(&self.logits)
+    }
+
+    fn last_overlap_wait(&self) -> Option<Duration> {
+        self.overlap_wait
     }
 
     fn truncate(&mut self, n_past: usize) -> Result<(), ModelError> {

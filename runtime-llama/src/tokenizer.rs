@@ -10,13 +10,16 @@
 //!   tokens are allowed where the grammar accepts.
 //! - End of generation: every token llama.cpp ends generation at (EOS, EOT, `<|im_end|>`, …).
 //! - Chat template: `tokenizer.chat_template`, rendered by `generate`'s Jinja engine.
-//! - Encoder: llama.cpp's tokenizer on a vocabulary-only load of the same file (no weights), so
-//!   the tokenizer lives independently of the model it is paired with.
+//! - Encoder: llama.cpp's tokenizer, on a vocabulary-only load of the same file (no weights:
+//!   [`load_tokenizer`]), or on the vocabulary a [`crate::LlamaModel`] loaded with its weights
+//!   ([`crate::LlamaModel::tokenizer`], which spares a second load: for Gemma 3's 262k tokens,
+//!   llama.cpp takes most of a model's load time reading its vocabulary).
 //!
 //! [`check_tokenizer`] compares another vocabulary (a `--tokenizer` override) with the file's,
 //! so a `tokenizer.json` that belongs to another model is refused with the mismatch named.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use generate::{ChatTemplate, ModelError, TextEncoder, Tokenizer};
 use llama_cpp_2::model::LlamaModel as RawModel;
@@ -54,6 +57,15 @@ pub fn load_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer, ModelError> {
                 "llama.cpp cannot read its vocabulary as a GGUF model: {err}"
             ))
         })?
+    };
+    tokenizer_of(Arc::new(raw), path)
+}
+
+/// The tokenizer of a model llama.cpp loaded from `path` (the weights, or only the vocabulary).
+pub(crate) fn tokenizer_of(raw: Arc<RawModel>, path: &Path) -> Result<Tokenizer, ModelError> {
+    let load_error = |reason: String| ModelError::Load {
+        path: path.display().to_string(),
+        reason,
     };
     let vocab = vocabulary(&raw.vocab()).map_err(load_error)?;
     let template = match raw.chat_template(None) {
@@ -147,7 +159,7 @@ fn token_id(id: usize) -> Result<TokenId, String> {
 
 /// llama.cpp's tokenizer on a vocabulary-only load of a GGUF file.
 struct GgufEncoder {
-    raw: RawModel,
+    raw: Arc<RawModel>,
     n_vocab: usize,
     path: PathBuf,
 }

@@ -368,3 +368,56 @@ fn several_models_and_threads() -> Result<()> {
     assert!(diff < 1e-3, "max |logit difference| {diff}");
     Ok(())
 }
+
+/// With overlap (the default) the evaluation runs on the model's own thread while `meanwhile`
+/// runs on the caller's: the logits are those of a plain forward pass, and the wait for
+/// `meanwhile` is reported; without overlap, `meanwhile` runs first and no wait is reported.
+#[test]
+fn forward_with_overlaps_and_matches_a_plain_forward() -> Result<()> {
+    let mut plain = LlamaModel::load(
+        model_path(),
+        LlamaConfig::default().with_n_ctx(256).with_overlap(false),
+    )?;
+    let mut overlapped = load(256)?;
+    assert!(overlapped.config().overlap, "overlap is the default");
+    let tokens = plain.vocab().tokenize("JSON, please: {", true, false)?;
+    let (head, last) = tokens.split_at(tokens.len() - 1);
+    plain.forward(head)?;
+    overlapped.forward(head)?;
+
+    let caller = std::thread::current().id();
+    let mut ran_on = None;
+    let expected = plain
+        .forward_with(last, &mut || ran_on = Some(std::thread::current().id()))?
+        .to_vec();
+    assert_eq!(ran_on, Some(caller));
+    assert_eq!(plain.last_overlap_wait(), None);
+
+    let mut ran_on = None;
+    let got = overlapped
+        .forward_with(last, &mut || {
+            ran_on = Some(std::thread::current().id());
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        })?
+        .to_vec();
+    assert_eq!(
+        ran_on,
+        Some(caller),
+        "meanwhile runs on the caller's thread"
+    );
+    assert_eq!(expected, got, "the same evaluation, on another thread");
+    let wait = overlapped
+        .last_overlap_wait()
+        .context("a wait is reported")?;
+    // The evaluation of one token takes well under the 300 ms `meanwhile` sleeps, so most of
+    // that sleep is waited for after it.
+    assert!(wait > std::time::Duration::from_millis(100), "{wait:?}");
+    assert_eq!(overlapped.n_past(), tokens.len());
+
+    // A failing evaluation is an error, as without overlap.
+    let err = overlapped
+        .forward_with(&[u32::MAX], &mut || {})
+        .unwrap_err();
+    assert!(matches!(err, ModelError::BadToken { .. }), "{err}");
+    Ok(())
+}

@@ -216,3 +216,22 @@ fn the_metadata_reader_agrees_with_llama_cpp_on_both_default_models() -> Result<
     }
     Ok(())
 }
+
+/// A loaded model's tokenizer shares the vocabulary llama.cpp read with the weights: the same
+/// tokens, special ids and encoding as a vocabulary-only load of the file.
+#[test]
+fn a_loaded_models_tokenizer_equals_the_files() -> Result<()> {
+    let model = runtime_llama::LlamaModel::load(
+        gemma(),
+        runtime_llama::LlamaConfig::default().with_n_ctx(256),
+    )?;
+    let shared = model.tokenizer()?;
+    let own = load_tokenizer(gemma())?;
+    assert_eq!(shared.vocab().fingerprint(), own.vocab().fingerprint());
+    let text = "Adamma went home to Nigeria <start_of_turn> for the hols";
+    assert_eq!(shared.encode(text, true)?, own.encode(text, true)?);
+    drop(model);
+    // The tokenizer outlives the model it came from.
+    assert!(!shared.encode(text, false)?.is_empty());
+    Ok(())
+}

@@ -26,7 +26,7 @@ pub(crate) const MAX_DUP_GROUPS: usize = DUP_FLAG as usize;
 const _: () = assert!(TokenId::MAX < NO_TOKEN);
 
 /// Groups of token ids that share the same bytes, stored back to back.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Duplicates {
     /// `starts[g]..starts[g + 1]` is group `g` in `ids`; one more entry than groups (or empty).
     starts: Vec<u32>,
@@ -166,4 +166,25 @@ pub(crate) fn select_sorted(
             .filter(|id| wanted.contains(id.as_usize()) && !vocab.bytes(*id).is_empty()),
     );
     Ok(out)
+}
+
+/// Serde for a table indexed by byte (`Box<[u32; 256]>`, which serde has no impl for): a
+/// sequence of 256 values.
+pub(crate) mod byte_table {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(table: &[u32; 256], s: S) -> Result<S::Ok, S::Error> {
+        table.as_slice().serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Box<[u32; 256]>, D::Error> {
+        let values = Vec::<u32>::deserialize(d)?;
+        let len = values.len();
+        values
+            .into_boxed_slice()
+            .try_into()
+            .map_err(|_| serde::de::Error::invalid_length(len, &"256 values, one per byte"))
+    }
 }

@@ -23,7 +23,7 @@ const OPEN_BLOCKS: usize = 16;
 const MAX_SLOTS: usize = (u32::MAX as usize) & !(BLOCK - 1);
 
 /// One slot of the double array (20 bytes).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[repr(C)]
 struct Slot {
     /// Children are at `base ^ label`.
@@ -77,7 +77,7 @@ impl Slot {
 ///
 /// Built from a [`FlatTrie`]: slots are allocated in 256-slot blocks, XOR addressing keeps each
 /// node's children inside one block.
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct DoubleArrayTrie {
     slots: Vec<Slot>,
     dups: Duplicates,

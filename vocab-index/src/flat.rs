@@ -28,7 +28,7 @@ pub(crate) const MAX_DEPTH: usize = (1 << POPS_BITS) - 1;
 /// One trie node. `pops` is, for a node at depth `d` whose subtree is followed (in
 /// depth-first order) by a node at depth `d'` (or by the end, counted as depth 1), `d - d' + 1`:
 /// after an accepted leaf the walk pops `pops` levels, after a rejected node `pops - 1`.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[repr(C)]
 struct Node {
     lo: u32,
@@ -88,11 +88,12 @@ impl Node {
 ///
 /// Child lookup scans the children (skipping their subtrees), except at the root, which has a
 /// 256-entry table.
-#[derive(Clone)]
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct FlatTrie {
     nodes: Vec<Node>,
     dups: Duplicates,
     /// Child of the root for each byte (0: none; the root itself is never a child).
+    #[serde(with = "crate::cell::byte_table")]
     root_children: Box<[u32; 256]>,
     num_tokens: usize,
 }

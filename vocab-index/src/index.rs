@@ -260,7 +260,7 @@ impl FromStr for TrieKind {
 
 /// A trie whose backend is chosen at run time. Each call is one `match`, then the backend's
 /// own (statically dispatched) code.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum AnyIndex {
     /// A [`FlatTrie`].
     Flat(FlatTrie),

@@ -9,7 +9,10 @@ use std::fmt;
 /// largest id that fits in the 23 bits a trie node spends on it, one value of which means "no
 /// token" (see the bit budget in [`crate::FlatTrie`]). The largest vocabularies in use have
 /// about 262k ids, 32 times less.
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
 pub struct TokenId(u32);
 
 impl TokenId {

@@ -295,6 +295,36 @@ impl Vocabulary {
         self.max_token_len
     }
 
+    /// A SHA-256 digest of everything the vocabulary holds: each id's bytes, the special ids,
+    /// and the end-of-sequence, end-of-turn and beginning-of-sequence ids. Two vocabularies
+    /// with the same fingerprint build the same tables, so tables kept on disk can be keyed by
+    /// it (see `mask_kernel::Kernel::save`).
+    #[must_use]
+    pub fn fingerprint(&self) -> [u8; 32] {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        let ids = |h: &mut sha2::Sha256, label: &[u8], ids: &[TokenId]| {
+            h.update(label);
+            h.update((ids.len() as u64).to_le_bytes());
+            for id in ids {
+                h.update(id.as_u32().to_le_bytes());
+            }
+        };
+        h.update(b"vocabulary 1");
+        h.update((self.len() as u64).to_le_bytes());
+        for offset in &self.offsets {
+            h.update(offset.to_le_bytes());
+        }
+        h.update(&self.arena);
+        for block in self.special.as_slice() {
+            h.update(block.to_le_bytes());
+        }
+        ids(&mut h, b"eos", &self.eos);
+        ids(&mut h, b"end of turn", &self.end_of_turn);
+        ids(&mut h, b"bos", self.bos.as_slice());
+        h.finalize().into()
+    }
+
     /// Heap bytes held.
     pub fn memory_bytes(&self) -> usize {
         self.arena.capacity()

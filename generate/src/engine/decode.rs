@@ -114,8 +114,9 @@ impl Logprobs {
     }
 }
 
-/// The next mask, computed while the model evaluated the last tokens, with its time in µs.
-type Prepared = Option<(Result<MaskStats, MaskError>, f64)>;
+/// The next mask, computed while the model evaluated the last tokens: its result, the time it
+/// took and the part of that time decoding waited for it, in µs.
+type Prepared = Option<(Result<MaskStats, MaskError>, f64, f64)>;
 
 /// The state of one generation between its steps.
 pub(super) struct Decoder<'a> {
@@ -138,6 +139,8 @@ pub(super) struct Decoder<'a> {
     guard: BudgetGuard,
     logprobs: Logprobs,
     mask_ms: f64,
+    /// The part of `mask_ms` decoding waited for.
+    exposed_ms: f64,
     masks: usize,
     forced: usize,
     step: usize,
@@ -178,6 +181,7 @@ impl<'a> Decoder<'a> {
             },
             vocab,
             mask_ms: 0.0,
+            exposed_ms: 0.0,
             masks: 0,
             forced: 0,
             step: 0,
@@ -251,6 +255,11 @@ impl<'a> Decoder<'a> {
                     0.0
                 },
                 mask_ms_total: self.mask_ms,
+                mask_exposed_us_mean: if self.masks > 0 {
+                    self.exposed_ms * 1e3 / self.masks as f64
+                } else {
+                    0.0
+                },
             },
             logprobs: self.logprobs.entries,
             reasoning: None,
@@ -325,15 +334,17 @@ impl<'a> Decoder<'a> {
                 return Ok(None);
             }
         }
-        let (stats, us) = match self.prepared.take() {
-            Some((stats, us)) => (stats?, us),
+        let (stats, us, exposed) = match self.prepared.take() {
+            Some((stats, us, exposed)) => (stats?, us, exposed),
             None => {
                 let t = Instant::now();
                 let stats = session.mask(cache, &mut self.mask)?;
-                (stats, t.elapsed().as_secs_f64() * 1e6)
+                let us = t.elapsed().as_secs_f64() * 1e6;
+                (stats, us, us)
             }
         };
         self.mask_ms += us / 1e3;
+        self.exposed_ms += exposed / 1e3;
         self.masks += 1;
         // Complete document, and nothing but whitespace or end of sequence can follow.
         if session.is_accepting() {
@@ -397,8 +408,15 @@ impl<'a> Decoder<'a> {
             }
             let t = Instant::now();
             let stats = session.mask(cache, mask);
-            *prepared = Some((stats, t.elapsed().as_secs_f64() * 1e6));
-        })
+            let us = t.elapsed().as_secs_f64() * 1e6;
+            *prepared = Some((stats, us, us));
+        })?;
+        if let (Some((_, _, exposed)), Some(wait)) =
+            (&mut self.prepared, g.model.last_overlap_wait())
+        {
+            *exposed = wait.as_secs_f64() * 1e6;
+        }
+        Ok(())
     }
 
     /// One unconstrained step: only ids the tokenizer knows, up to a stop string.

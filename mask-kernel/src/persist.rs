@@ -1,0 +1,210 @@
+//! A kernel's tables on disk, so that a process starts without building them again.
+//!
+//! [`Kernel::save`] writes every table but the vocabulary itself; [`Kernel::load`] reads them
+//! back with one read, given the vocabulary they were built for. The file starts with a fixed
+//! header: a magic string, the format version, the vocabulary's fingerprint
+//! ([`Vocabulary::fingerprint`]) and a SHA-256 digest of the payload (the tables, in
+//! `postcard`'s encoding). A file of another version, of another vocabulary, or altered in any
+//! byte is refused with its reason, never read as tables. [`Kernel::cached`] keeps one file per
+//! vocabulary and trie kind in a directory: it loads the file when it is there and good, and
+//! otherwise builds the tables and writes the file (atomically: a temporary file renamed).
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use sha2::Digest;
+use vocab_index::{TrieKind, Vocabulary};
+
+use crate::Kernel;
+
+/// What every tables file starts with.
+const MAGIC: &[u8; 16] = b"stencil-tables\n\0";
+/// The layout of the payload: raised whenever a table or its encoding changes.
+const FORMAT: u32 = 1;
+/// Magic, format, fingerprint, digest.
+const HEADER: usize = 16 + 4 + 32 + 32;
+
+/// Why tables could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TablesError {
+    /// The file could not be read or written.
+    #[error("{path}: {reason}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The system's message.
+        reason: String,
+    },
+    /// The file is not tables of this version, or was altered.
+    #[error("{path}: not usable kernel tables ({reason})")]
+    Format {
+        /// The file.
+        path: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The tables were built for another vocabulary.
+    #[error("{path}: the tables belong to another vocabulary")]
+    OtherVocabulary {
+        /// The file.
+        path: String,
+    },
+    /// The tables could not be built (see [`vocab_index::FlatTrie::build`]).
+    #[error(transparent)]
+    Build(#[from] vocab_index::Error),
+}
+
+/// The vocabulary a kernel holds between reading its tables and [`Kernel::load`] putting the
+/// real one in: empty.
+pub(crate) fn no_vocabulary() -> Arc<Vocabulary> {
+    static EMPTY: OnceLock<Arc<Vocabulary>> = OnceLock::new();
+    EMPTY
+        .get_or_init(|| {
+            Arc::new(
+                Vocabulary::new(std::iter::empty::<&[u8]>(), [])
+                    .expect("an empty vocabulary is valid"),
+            )
+        })
+        .clone()
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> TablesError {
+    TablesError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}
+
+fn format_error(path: &Path, reason: impl Into<String>) -> TablesError {
+    TablesError::Format {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+impl Kernel {
+    /// Writes the tables to `path` (the vocabulary is not written: [`Kernel::load`] takes it),
+    /// through a temporary file in the same directory renamed into place, so that a reader
+    /// never sees a partial file.
+    ///
+    /// # Errors
+    ///
+    /// [`TablesError::Io`] when the file cannot be written.
+    pub fn save(&self, path: &Path) -> Result<(), TablesError> {
+        self.save_with(path, &self.vocab.fingerprint())
+    }
+
+    fn save_with(&self, path: &Path, fingerprint: &[u8; 32]) -> Result<(), TablesError> {
+        let payload = postcard::to_stdvec(self).map_err(|e| format_error(path, e.to_string()))?;
+        let mut bytes = Vec::with_capacity(HEADER + payload.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(&FORMAT.to_le_bytes());
+        bytes.extend_from_slice(fingerprint);
+        bytes.extend_from_slice(&sha2::Sha256::digest(&payload));
+        bytes.extend_from_slice(&payload);
+        // A name no other writer uses, in this process or another.
+        static WRITES: AtomicU64 = AtomicU64::new(0);
+        let n = WRITES.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp{}-{n}", std::process::id()));
+        std::fs::write(&tmp, &bytes).map_err(|e| io_error(&tmp, &e))?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            io_error(path, &e)
+        })
+    }
+
+    /// Reads tables [`Kernel::save`] wrote for `vocab`.
+    ///
+    /// # Errors
+    ///
+    /// [`TablesError::Io`] when the file cannot be read, [`TablesError::OtherVocabulary`] when
+    /// it was written for another vocabulary, and [`TablesError::Format`] when it is not
+    /// tables of this version or was altered.
+    pub fn load(path: &Path, vocab: Arc<Vocabulary>) -> Result<Kernel, TablesError> {
+        let fingerprint = vocab.fingerprint();
+        Kernel::load_with(path, vocab, &fingerprint)
+    }
+
+    fn load_with(
+        path: &Path,
+        vocab: Arc<Vocabulary>,
+        fingerprint: &[u8; 32],
+    ) -> Result<Kernel, TablesError> {
+        let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
+        if bytes.len() < HEADER || &bytes[..16] != MAGIC {
+            return Err(format_error(path, "no tables header"));
+        }
+        let format = u32::from_le_bytes(bytes[16..20].try_into().expect("four bytes"));
+        if format != FORMAT {
+            return Err(format_error(
+                path,
+                format!("format {format}, this build reads {FORMAT}"),
+            ));
+        }
+        if &bytes[20..52] != fingerprint {
+            return Err(TablesError::OtherVocabulary {
+                path: path.display().to_string(),
+            });
+        }
+        let payload = &bytes[HEADER..];
+        if sha2::Sha256::digest(payload).as_slice() != &bytes[52..HEADER] {
+            return Err(format_error(path, "the digest does not match the contents"));
+        }
+        let mut kernel: Kernel =
+            postcard::from_bytes(payload).map_err(|e| format_error(path, e.to_string()))?;
+        kernel.vocab = vocab;
+        if !kernel.tables_fit() {
+            return Err(format_error(
+                path,
+                "tables of another size than the vocabulary",
+            ));
+        }
+        Ok(kernel)
+    }
+
+    /// The file in `dir` that holds the tables of `vocab` with `kind` tries.
+    #[must_use]
+    pub fn tables_path(dir: &Path, vocab: &Vocabulary, kind: TrieKind) -> PathBuf {
+        tables_path(dir, &vocab.fingerprint(), kind)
+    }
+
+    /// The kernel of `vocab` with `kind` tries: read from its file in `dir` when that file is
+    /// there and good, else built and written there for the next time. Returns the kernel and
+    /// whether it was read. A file that cannot be read or written only costs the build: it is
+    /// logged, never an error.
+    ///
+    /// # Errors
+    ///
+    /// [`TablesError::Build`] when the tables cannot be built.
+    pub fn cached(
+        vocab: Arc<Vocabulary>,
+        kind: TrieKind,
+        dir: &Path,
+    ) -> Result<(Kernel, bool), TablesError> {
+        let fingerprint = vocab.fingerprint();
+        let path = tables_path(dir, &fingerprint, kind);
+        match Kernel::load_with(&path, vocab.clone(), &fingerprint) {
+            Ok(kernel) => return Ok((kernel, true)),
+            Err(TablesError::Io { .. }) if !path.exists() => {}
+            Err(e) => tracing::warn!(error = %e, "building the kernel tables again"),
+        }
+        let kernel = Kernel::new(vocab, kind)?;
+        let saved = std::fs::create_dir_all(dir)
+            .map_err(|e| io_error(dir, &e))
+            .and_then(|()| kernel.save_with(&path, &fingerprint));
+        if let Err(e) = saved {
+            tracing::warn!(error = %e, "cannot keep the kernel tables");
+        }
+        Ok((kernel, false))
+    }
+}
+
+fn tables_path(dir: &Path, fingerprint: &[u8; 32], kind: TrieKind) -> PathBuf {
+    let hex: String = fingerprint[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    dir.join(format!("kernel-{kind}-{hex}.v{FORMAT}.bin"))
+}
