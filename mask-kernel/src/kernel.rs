@@ -29,13 +29,16 @@ pub struct Kernel {
     escaped_quote_trie: AnyIndex,
     /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
     /// code points; the last entry holds them all. Each with its number of tokens.
+    #[serde(with = "crate::persist::counted_list")]
     by_budget: Vec<Counted>,
     /// Per level below the top (see [`recognizer::CONTENT_LEVELS`]; in the order of `table_levels`): the
     /// string-content tokens spelled in that level, by budget like `by_budget`.
+    #[serde(with = "crate::persist::counted_levels")]
     by_level: Vec<Vec<Counted>>,
     /// Per level below the top: the trie of the string-content tokens not spelled in it.
     outside: Vec<AnyIndex>,
     /// Tokens that are key content (string content with only the escapes JSON needs).
+    #[serde(with = "crate::persist::counted")]
     key_content: Counted,
     eos: Vec<TokenId>,
 }

@@ -3,9 +3,9 @@
 //! [`Kernel::save`] writes every table but the vocabulary itself; [`Kernel::load`] reads them
 //! back with one read, given the vocabulary they were built for. The file starts with a fixed
 //! header: a magic string, the format version, the vocabulary's fingerprint
-//! ([`Vocabulary::fingerprint`]) and a SHA-256 digest of the payload (the tables, in
-//! `postcard`'s encoding). A file of another version, of another vocabulary, or altered in any
-//! byte is refused with its reason, never read as tables. [`Kernel::cached`] keeps one file per
+//! ([`Vocabulary::fingerprint`]) and a CRC-32 of the payload (the tables, in `postcard`'s
+//! encoding, token sets and trie nodes as runs of bytes). A file of another version, of
+//! another vocabulary, or damaged is refused with its reason, never read as tables. [`Kernel::cached`] keeps one file per
 //! vocabulary and trie kind in a directory: it loads the file when it is there and good, and
 //! otherwise builds the tables and writes the file (atomically: a temporary file renamed).
 
@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use sha2::Digest;
 use vocab_index::{TrieKind, Vocabulary};
 
 use crate::Kernel;
@@ -21,9 +20,9 @@ use crate::Kernel;
 /// What every tables file starts with.
 const MAGIC: &[u8; 16] = b"stencil-tables\n\0";
 /// The layout of the payload: raised whenever a table or its encoding changes.
-const FORMAT: u32 = 1;
-/// Magic, format, fingerprint, digest.
-const HEADER: usize = 16 + 4 + 32 + 32;
+const FORMAT: u32 = 2;
+/// Magic, format, fingerprint, checksum.
+const HEADER: usize = 16 + 4 + 32 + 4;
 
 /// Why tables could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +101,7 @@ impl Kernel {
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&FORMAT.to_le_bytes());
         bytes.extend_from_slice(fingerprint);
-        bytes.extend_from_slice(&sha2::Sha256::digest(&payload));
+        bytes.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
         bytes.extend_from_slice(&payload);
         // A name no other writer uses, in this process or another.
         static WRITES: AtomicU64 = AtomicU64::new(0);
@@ -149,8 +148,11 @@ impl Kernel {
             });
         }
         let payload = &bytes[HEADER..];
-        if sha2::Sha256::digest(payload).as_slice() != &bytes[52..HEADER] {
-            return Err(format_error(path, "the digest does not match the contents"));
+        if crc32fast::hash(payload).to_le_bytes() != bytes[52..HEADER] {
+            return Err(format_error(
+                path,
+                "the checksum does not match the contents",
+            ));
         }
         let mut kernel: Kernel =
             postcard::from_bytes(payload).map_err(|e| format_error(path, e.to_string()))?;
@@ -207,4 +209,124 @@ fn tables_path(dir: &Path, fingerprint: &[u8; 32], kind: TrieKind) -> PathBuf {
         .map(|b| format!("{b:02x}"))
         .collect();
     dir.join(format!("kernel-{kind}-{hex}.v{FORMAT}.bin"))
+}
+
+/// Serde for token sets as runs of bytes (their blocks, little-endian), with their bit length:
+/// tables kept on disk read back at the speed of a copy.
+mod bits {
+    use fixedbitset::FixedBitSet;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    const BLOCK: usize = std::mem::size_of::<usize>();
+
+    /// A set written as (bit length, block bytes).
+    pub(crate) struct Out<'a>(pub(crate) &'a FixedBitSet);
+
+    impl Serialize for Out<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let mut bytes = Vec::with_capacity(self.0.as_slice().len() * BLOCK);
+            for block in self.0.as_slice() {
+                bytes.extend_from_slice(&(*block as u64).to_le_bytes()[..BLOCK]);
+            }
+            (self.0.len() as u64, serde_bytes_ref(&bytes)).serialize(s)
+        }
+    }
+
+    /// Bytes serialized as bytes, not as a sequence of numbers.
+    fn serde_bytes_ref(bytes: &[u8]) -> BytesRef<'_> {
+        BytesRef(bytes)
+    }
+
+    struct BytesRef<'a>(&'a [u8]);
+
+    impl Serialize for BytesRef<'_> {
+        fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.serialize_bytes(self.0)
+        }
+    }
+
+    /// A set read back.
+    pub(crate) struct In(pub(crate) FixedBitSet);
+
+    impl<'de> Deserialize<'de> for In {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<In, D::Error> {
+            let (len, bytes) = <(u64, &[u8])>::deserialize(d)?;
+            let len = usize::try_from(len).map_err(serde::de::Error::custom)?;
+            if bytes.len() != len.div_ceil(BLOCK * 8) * BLOCK {
+                return Err(serde::de::Error::invalid_length(
+                    bytes.len(),
+                    &"the blocks of a set of that length",
+                ));
+            }
+            let blocks = bytes.chunks_exact(BLOCK).map(|c| {
+                let mut word = [0u8; 8];
+                word[..BLOCK].copy_from_slice(c);
+                u64::from_le_bytes(word) as usize
+            });
+            Ok(In(FixedBitSet::with_capacity_and_blocks(len, blocks)))
+        }
+    }
+}
+
+/// Serde for one counted token set (see [`bits`]).
+pub(crate) mod counted {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::bits::{In, Out};
+    use crate::kernel::Counted;
+
+    pub(crate) fn serialize<S: Serializer>(c: &Counted, s: S) -> Result<S::Ok, S::Error> {
+        (Out(&c.0), c.1).serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Counted, D::Error> {
+        let (set, n) = <(In, usize)>::deserialize(d)?;
+        Ok((set.0, n))
+    }
+}
+
+/// Serde for a list of counted token sets (see [`bits`]).
+pub(crate) mod counted_list {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::bits::{In, Out};
+    use crate::kernel::Counted;
+
+    pub(crate) fn serialize<S: Serializer>(list: &[Counted], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(list.iter().map(|c| (Out(&c.0), c.1)))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Counted>, D::Error> {
+        let list = Vec::<(In, usize)>::deserialize(d)?;
+        Ok(list.into_iter().map(|(set, n)| (set.0, n)).collect())
+    }
+}
+
+/// Serde for lists of lists of counted token sets (see [`bits`]).
+pub(crate) mod counted_levels {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::bits::{In, Out};
+    use crate::kernel::Counted;
+
+    pub(crate) fn serialize<S: Serializer>(
+        levels: &[Vec<Counted>],
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        let levels: Vec<Vec<(Out<'_>, usize)>> = levels
+            .iter()
+            .map(|list| list.iter().map(|c| (Out(&c.0), c.1)).collect())
+            .collect();
+        levels.serialize(s)
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<Vec<Counted>>, D::Error> {
+        let levels = Vec::<Vec<(In, usize)>>::deserialize(d)?;
+        Ok(levels
+            .into_iter()
+            .map(|list| list.into_iter().map(|(set, n)| (set.0, n)).collect())
+            .collect())
+    }
 }

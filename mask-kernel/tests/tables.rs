@@ -68,7 +68,7 @@ fn altered_or_truncated_tables_are_refused_and_built_again() {
     std::fs::write(&path, &altered).unwrap();
     let err = Kernel::load(&path, v.clone()).unwrap_err();
     assert!(matches!(err, TablesError::Format { .. }), "{err}");
-    assert!(err.to_string().contains("digest"), "{err}");
+    assert!(err.to_string().contains("checksum"), "{err}");
 
     std::fs::write(&path, &good[..good.len() / 2]).unwrap();
     assert!(matches!(

@@ -103,14 +103,18 @@ fn vocabulary(vocab: &LlamaVocab<'_>) -> Result<Vocabulary, String> {
         .ok()
         .filter(|&n| n > 0)
         .ok_or("the file has no vocabulary")?;
-    let mut pieces: Vec<Vec<u8>> = Vec::with_capacity(n);
+    // Every token's bytes back to back in one buffer (`ends[i]` is where id i's end): one
+    // allocation, not one per token.
+    let mut arena: Vec<u8> = Vec::with_capacity(n * 8);
+    let mut ends: Vec<usize> = Vec::with_capacity(n);
     let mut special = Vec::new();
     let mut eog = Vec::new();
     for id in 0..n {
         let token = llama_token(id)?;
         let attrs = vocab.attr(token);
-        let mut bytes = Vec::new();
-        vocab.token_to_piece_into(token, &mut bytes, true, None);
+        // Room for any usual token, so that llama.cpp writes it in one call.
+        arena.reserve(64);
+        vocab.token_to_piece_into(token, &mut arena, true, None);
         // A token that cannot stand for text: never in a mask.
         if attrs.contains(LlamaTokenAttr::Control)
             || attrs.contains(LlamaTokenAttr::Unknown)
@@ -122,7 +126,7 @@ fn vocabulary(vocab: &LlamaVocab<'_>) -> Result<Vocabulary, String> {
         if vocab.is_eog(token) {
             eog.push(token_id(id)?);
         }
-        pieces.push(bytes);
+        ends.push(arena.len());
     }
     let pick = |token: LlamaToken| {
         usize::try_from(token.0)
@@ -137,7 +141,9 @@ fn vocabulary(vocab: &LlamaVocab<'_>) -> Result<Vocabulary, String> {
         eog.insert(0, eos);
     }
     let end_of_turn: Vec<TokenId> = pick(vocab.eot()).into_iter().collect();
-    Vocabulary::new(pieces.iter().map(Vec::as_slice), special)
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    let pieces = starts.zip(&ends).map(|(start, &end)| &arena[start..end]);
+    Vocabulary::new(pieces, special)
         .and_then(|v| v.with_eos_ids(eog))
         .and_then(|v| v.with_end_of_turn_ids(end_of_turn))
         .and_then(|v| v.with_bos_id(bos))

@@ -90,6 +90,7 @@ impl Node {
 /// 256-entry table.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct FlatTrie {
+    #[serde(with = "node_bytes")]
     nodes: Vec<Node>,
     dups: Duplicates,
     /// Child of the root for each byte (0: none; the root itself is never a child).
@@ -318,5 +319,40 @@ impl FlatTrie {
 
     pub(crate) fn into_duplicates(self) -> Duplicates {
         self.dups
+    }
+}
+
+/// Serde for the node array as one run of bytes (each node's `lo` then `hi`, little-endian):
+/// tables kept on disk read back at the speed of a copy.
+mod node_bytes {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::Node;
+
+    pub(super) fn serialize<S: Serializer>(nodes: &[Node], s: S) -> Result<S::Ok, S::Error> {
+        let mut bytes = Vec::with_capacity(nodes.len() * 8);
+        for node in nodes {
+            bytes.extend_from_slice(&node.lo.to_le_bytes());
+            bytes.extend_from_slice(&node.hi.to_le_bytes());
+        }
+        s.serialize_bytes(&bytes)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Node>, D::Error> {
+        let bytes = <&[u8]>::deserialize(d)?;
+        if bytes.len() % 8 != 0 {
+            return Err(serde::de::Error::invalid_length(
+                bytes.len(),
+                &"a multiple of 8 bytes",
+            ));
+        }
+        let word = |b: &[u8]| u32::from_le_bytes(b.try_into().expect("four bytes"));
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| Node {
+                lo: word(&c[..4]),
+                hi: word(&c[4..]),
+            })
+            .collect())
     }
 }

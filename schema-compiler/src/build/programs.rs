@@ -229,8 +229,15 @@ impl Builder<'_> {
         let loc = s.loc.clone();
         // Literal names: properties, then required and dependency names.
         let mut lits: Vec<String> = s.properties.iter().map(|(k, _)| k.clone()).collect();
-        let add = |n: &String, lits: &mut Vec<String>| {
-            if !lits.contains(n) {
+        // Each literal's index in `lits`.
+        let mut lit_index: HashMap<String, u32> = lits
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.clone(), i as u32))
+            .collect();
+        let mut add = |n: &String, lits: &mut Vec<String>| {
+            if !lit_index.contains_key(n) {
+                lit_index.insert(n.clone(), lits.len() as u32);
                 lits.push(n.clone());
             }
         };
@@ -246,6 +253,8 @@ impl Builder<'_> {
         for (n, _) in &s.dependent_schemas {
             add(n, &mut lits);
         }
+        let declared_node: HashMap<&str, NodeId> =
+            s.properties.iter().map(|(k, n)| (k.as_str(), *n)).collect();
         // Patterns: each one's whole language (lookaheads included), for the literal names;
         // and for the key DFA, its regex without leading lookaheads, which edit the match sets
         // afterwards.
@@ -293,11 +302,7 @@ impl Builder<'_> {
         let mut lit_member = Vec::with_capacity(lits.len());
         for name in &lits {
             let mut parts = Vec::new();
-            let declared = s
-                .properties
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, n)| *n);
+            let declared = declared_node.get(name.as_str()).copied();
             if let Some(n) = declared {
                 parts.push(n);
             }
@@ -316,17 +321,21 @@ impl Builder<'_> {
             }
             lit_member.push(self.conj(parts)?);
         }
-        // Key DFA: literals, patterns, catch-all.
-        let mut res: Vec<String> = lits.iter().map(|l| regex_syntax::escape(l)).collect();
-        res.extend(pat_res.iter().cloned());
-        if additional_allowed {
-            res.push("(?s:.*)".into());
-        }
+        // Key DFA: literals, patterns, catch-all (without patterns, built from a trie).
         let nlit = lits.len();
         let npat = pat_res.len();
-        let mut key_dfa = if res.is_empty() {
+        let mut key_dfa = if nlit + npat == 0 && !additional_allowed {
             Dfa::empty()
+        } else if npat == 0 {
+            let d = crate::dfa::cached_names(&lits, additional_allowed, self.limits())
+                .map_err(|e| self.dfa_error(e, &loc, "property names"))?;
+            Dfa::clone(&d)
         } else {
+            let mut res: Vec<String> = lits.iter().map(|l| regex_syntax::escape(l)).collect();
+            res.extend(pat_res.iter().cloned());
+            if additional_allowed {
+                res.push(crate::dfa::ANY_STRING.into());
+            }
             let d = crate::dfa::cached_regexes(&res, self.limits())
                 .map_err(|e| self.dfa_error(e, &loc, "property names"))?;
             Dfa::clone(&d)
@@ -401,17 +410,25 @@ impl Builder<'_> {
                 }
             }
         }
+        // Each state's distinct successors (most byte classes of a state lead to the same few
+        // states), then the least fixpoint of "a state reaches what its successors reach".
         let reps = key_dfa.class_reps();
+        let mut succ: Vec<(usize, Vec<usize>)> = Vec::with_capacity(states.len());
+        for &st in states[1..].iter().rev() {
+            let mut next: Vec<usize> = reps
+                .iter()
+                .map(|&b| key_dfa.next(st, b))
+                .filter(|&t| t != DEAD)
+                .map(|t| key_dfa.index(t))
+                .collect();
+            next.sort_unstable();
+            next.dedup();
+            succ.push((key_dfa.index(st), next));
+        }
         loop {
             let mut changed = false;
-            for &st in states[1..].iter().rev() {
-                let i = key_dfa.index(st);
-                for &b in &reps {
-                    let t = key_dfa.next(st, b);
-                    if t == DEAD {
-                        continue;
-                    }
-                    let j = key_dfa.index(t);
+            for (i, next) in &succ {
+                for &j in next {
                     for w in 0..words {
                         let add = reach[j * words + w] & !reach[i * words + w];
                         if add != 0 {
@@ -425,7 +442,7 @@ impl Builder<'_> {
                 break;
             }
         }
-        let lit_id = |name: &str| lits.iter().position(|l| l == name).expect("literal") as u32;
+        let lit_id = |name: &str| lit_index[name];
         let required = s.required.iter().map(|r| lit_id(r)).collect();
         let dependent_required = s
             .dependent_required

@@ -115,6 +115,38 @@ impl Dfa {
         b.finish(root, limits)
     }
 
+    /// The DFA of an object's property names: `names` (name `i` reports id `i`) and, with
+    /// `any`, every valid UTF-8 string besides (reporting id `names.len()`, after a name's own
+    /// id). The language and match sets of [`Dfa::from_regexes`] on the escaped names followed
+    /// by `(?s:.*)`, built from a trie (and the product with [`utf8_universe`]) instead of by
+    /// determinizing the alternation: linear in the names' bytes.
+    pub fn from_names<S: AsRef<str>>(
+        names: &[S],
+        any: bool,
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        let names: Vec<&[u8]> = names.iter().map(|n| n.as_ref().as_bytes()).collect();
+        let trie = Dfa::from_literals(&names, limits)?;
+        if !any {
+            return Ok(trie.minimize());
+        }
+        let any_id = names.len() as u32;
+        Self::product(
+            &trie,
+            utf8_universe(),
+            true,
+            true,
+            |name, all| {
+                let mut set = name.map(<[u32]>::to_vec).unwrap_or_default();
+                if all.is_some() {
+                    set.push(any_id);
+                }
+                (!set.is_empty()).then_some(set)
+            },
+            limits,
+        )
+    }
+
     /// Builds a DFA by exploring states of type `S` from `start`: `next(s, byte)` is the
     /// successor (or `None`), `accepts(s)` says whether `s` accepts at end of input (pattern 0).
     /// Only bytes in `alphabet` are tried; all others lead to the dead state.
@@ -613,7 +645,7 @@ impl Dfa {
 /// The DFA of all valid UTF-8 strings (minimized: one state per character-boundary class).
 pub fn utf8_universe() -> &'static Dfa {
     static U: OnceLock<Dfa> = OnceLock::new();
-    U.get_or_init(|| Dfa::from_regex("(?s:.*)", DfaLimits::default()).expect("a valid regex"))
+    U.get_or_init(|| Dfa::from_regex(ANY_STRING, DfaLimits::default()).expect("a valid regex"))
 }
 
 /// Total states kept by [`cached_regex`] before it starts over.
@@ -633,6 +665,19 @@ pub fn cached_regexes<S: AsRef<str>>(
 ) -> Result<Arc<Dfa>, DfaError> {
     cached(patterns, limits, || Dfa::from_regexes(patterns, limits))
 }
+
+/// [`Dfa::from_names`] through the cache of [`cached_regex`], under the regexes it stands for
+/// (the escaped names, then `(?s:.*)` with `any`).
+pub fn cached_names(names: &[String], any: bool, limits: DfaLimits) -> Result<Arc<Dfa>, DfaError> {
+    let mut patterns: Vec<String> = names.iter().map(|n| regex_syntax::escape(n)).collect();
+    if any {
+        patterns.push(ANY_STRING.to_owned());
+    }
+    cached(&patterns, limits, || Dfa::from_names(names, any, limits))
+}
+
+/// The regex of every string, property names' catch-all.
+pub const ANY_STRING: &str = "(?s:.*)";
 
 /// [`cached_regex`], built by `direct` where given: a construction of the same language that
 /// is faster than determinizing the regex (see `text/datetime.rs`).

@@ -27,7 +27,9 @@ mod levels;
 #[cfg(test)]
 mod tests;
 
-pub use build::{cached_regex, cached_regex_with, cached_regexes, utf8_universe};
+pub use build::{
+    ANY_STRING, cached_names, cached_regex, cached_regex_with, cached_regexes, utf8_universe,
+};
 pub(crate) use content::{LazyBudgets, LazyFlags};
 pub use levels::{
     CONTENT_LEVELS, ContentFlags, PLAIN_LEVEL, SPACE_LEVEL, content_level_allows, is_unicode_space,

@@ -343,3 +343,62 @@ fn the_regex_cache_is_shared_by_builds_with_different_deadlines() {
         DfaError::Deadline
     );
 }
+
+/// Whether `a` and `b` give every byte string the same match set (or both none), exploring
+/// the pairs of states they reach together on all 256 bytes.
+fn same_match_sets(a: &Dfa, b: &Dfa) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut queue = vec![(a.start(), b.start(), Vec::<u8>::new())];
+    seen.insert((a.start(), b.start()));
+    while let Some((x, y, path)) = queue.pop() {
+        let fx = (x != DEAD).then(|| a.final_set(x)).flatten();
+        let fy = (y != DEAD).then(|| b.final_set(y)).flatten();
+        if fx != fy {
+            return Err(format!("{path:?}: {fx:?} against {fy:?}"));
+        }
+        for byte in 0..=255u8 {
+            let next = (
+                if x == DEAD { DEAD } else { a.next(x, byte) },
+                if y == DEAD { DEAD } else { b.next(y, byte) },
+            );
+            if next == (DEAD, DEAD) {
+                continue;
+            }
+            if (next.0 == DEAD) != (next.1 == DEAD) {
+                let mut p = path.clone();
+                p.push(byte);
+                return Err(format!("{p:?}: live in one DFA only"));
+            }
+            if seen.insert(next) {
+                let mut p = path.clone();
+                p.push(byte);
+                queue.push((next.0, next.1, p));
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest::proptest! {
+    /// Property names built from a trie have the language and match sets of the regex
+    /// alternation they stand for, with and without the catch-all.
+    #[test]
+    fn names_from_a_trie_match_the_regex_alternation(
+        names in proptest::collection::btree_set("[ab\\.\\*é€😀\\n\"\\\\]{0,4}", 0..8),
+        any in proptest::bool::ANY,
+    ) {
+        let names: Vec<String> = names.into_iter().collect();
+        let limits = DfaLimits::default();
+        let mut regexes: Vec<String> = names.iter().map(|n| regex_syntax::escape(n)).collect();
+        if any {
+            regexes.push(ANY_STRING.to_owned());
+        }
+        if regexes.is_empty() {
+            return Ok(());
+        }
+        let from_regex = Dfa::from_regexes(&regexes, limits).unwrap();
+        let from_trie = Dfa::from_names(&names, any, limits).unwrap();
+        proptest::prop_assert_eq!(same_match_sets(&from_trie, &from_regex), Ok(()));
+        proptest::prop_assert_eq!(from_trie.num_states(), from_regex.num_states(), "both minimal");
+    }
+}
