@@ -159,6 +159,7 @@ fn main() -> Result<()> {
                         path.display()
                     );
                 }
+                let template_config = assets.join("tokenizers/gemma3/tokenizer_config.json");
                 let mut config = LlamaConfig::default().with_overlap(args.overlap);
                 if let Some(n) = args.threads {
                     config = config.with_threads(n, n);
@@ -168,9 +169,10 @@ fn main() -> Result<()> {
                 let tables = std::env::temp_dir()
                     .join(format!("stencil-bench-tables-{}", std::process::id()));
                 let _ = std::fs::remove_dir_all(&tables);
-                let cold = llama_start_up(&path, &config, &tables)?;
+                let cold = llama_start_up(&path, &config, &tables, &template_config)?;
                 drop(cold.0);
-                let (model, tokenizer, kernel, warm) = llama_start_up(&path, &config, &tables)?;
+                let (model, tokenizer, kernel, warm) =
+                    llama_start_up(&path, &config, &tables, &template_config)?;
                 let _ = std::fs::remove_dir_all(&tables);
                 let startup = json!({
                     "startup_ms": cold.3.total(),
@@ -279,12 +281,13 @@ impl std::fmt::Display for StartUp {
     }
 }
 
-/// Loads the GGUF model, takes its own tokenizer and the kernel (tables kept in `tables`), as
-/// `stencil` does.
+/// Loads the GGUF model, takes its own tokenizer (with the chat template of `template_config`
+/// when the file has none) and the kernel (tables kept in `tables`), as `stencil` does.
 fn llama_start_up(
     path: &Path,
     config: &LlamaConfig,
     tables: &Path,
+    template_config: &Path,
 ) -> Result<(
     LlamaModel,
     Arc<generate::Tokenizer>,
@@ -295,7 +298,13 @@ fn llama_start_up(
     let model = LlamaModel::load(path, config.clone())?;
     let model_ms = ms(t.elapsed());
     let t = Instant::now();
-    let tokenizer = Arc::new(model.tokenizer()?);
+    let mut tokenizer = model.tokenizer()?;
+    if tokenizer.chat_template().is_none() {
+        // The default GGUF carries no chat template: prompts take the one of its
+        // `tokenizer_config.json`, as `stencil --tokenizer` would.
+        tokenizer = tokenizer.with_template_from(template_config)?;
+    }
+    let tokenizer = Arc::new(tokenizer);
     let tokenizer_ms = ms(t.elapsed());
     let t = Instant::now();
     let kernel = generate::kernel_cached(&tokenizer, tables)?;

@@ -74,13 +74,9 @@ impl Tokenizer {
         };
         let vocab = Vocabulary::from_tokenizer(&inner, config.as_ref())
             .map_err(|e| GenerateError::Tokenizer(e.to_string()))?;
-        let template = match raw_config.as_ref().and_then(|c| c.get("chat_template")) {
-            Some(Value::String(src)) => Some(ChatTemplate::new(
-                src,
-                token_content(raw_config.as_ref(), "bos_token"),
-                token_content(raw_config.as_ref(), "eos_token"),
-            )?),
-            _ => None,
+        let template = match &raw_config {
+            Some(raw) => template_of(raw)?,
+            None => None,
         };
         Ok(Tokenizer {
             encoder: Encoder::Hf(Box::new(inner)),
@@ -104,6 +100,31 @@ impl Tokenizer {
             template,
             path: source.into(),
         }
+    }
+
+    /// This tokenizer with the chat template of a `tokenizer_config.json` (its `chat_template`,
+    /// `bos_token` and `eos_token`): for a model file that carries no template of its own, such
+    /// as a GGUF converted without one. The tokenizer is unchanged when the file has no
+    /// template.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read, is not JSON, or its template does not parse.
+    pub fn with_template_from(
+        mut self,
+        config: impl AsRef<Path>,
+    ) -> Result<Tokenizer, GenerateError> {
+        let path = config.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| GenerateError::Io {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let raw: Value = serde_json::from_str(&text)
+            .map_err(|e| GenerateError::Tokenizer(format!("{}: {e}", path.display())))?;
+        if let Some(template) = template_of(&raw)? {
+            self.template = Some(template);
+        }
+        Ok(self)
     }
 
     /// Every token's bytes and the special ids.
@@ -154,10 +175,90 @@ impl Tokenizer {
     }
 }
 
+/// The chat template of a parsed `tokenizer_config.json`, if it has one.
+fn template_of(config: &Value) -> Result<Option<ChatTemplate>, GenerateError> {
+    Ok(match config.get("chat_template") {
+        Some(Value::String(src)) => Some(ChatTemplate::new(
+            src,
+            token_content(Some(config), "bos_token"),
+            token_content(Some(config), "eos_token"),
+        )?),
+        _ => None,
+    })
+}
+
 fn token_content(config: Option<&Value>, key: &str) -> Option<String> {
     match config?.get(key)? {
         Value::String(s) => Some(s.clone()),
         Value::Object(o) => o.get("content").and_then(Value::as_str).map(str::to_string),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::Message;
+
+    /// Encodes nothing: the tests only look at the template.
+    #[derive(Debug)]
+    struct NoEncoder;
+
+    impl TextEncoder for NoEncoder {
+        fn encode(&self, _text: &str, _add_special: bool) -> Result<Vec<u32>, String> {
+            Ok(Vec::new())
+        }
+    }
+
+    fn bare() -> Tokenizer {
+        let eos = TokenId::new(1).unwrap();
+        let vocab = Vocabulary::new([&b"a"[..], b"</s>"], [eos])
+            .unwrap()
+            .with_eos_ids([eos])
+            .unwrap();
+        Tokenizer::from_parts(vocab, Box::new(NoEncoder), None, "model.gguf")
+    }
+
+    #[test]
+    fn a_template_is_taken_from_a_tokenizer_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = dir.path().join("with.json");
+        std::fs::write(
+            &with,
+            r#"{"chat_template": "{{ bos_token }}{% for m in messages %}[{{ m.content }}]{% endfor %}",
+                "bos_token": {"content": "<s>"}, "eos_token": "</s>"}"#,
+        )
+        .unwrap();
+        let tok = bare().with_template_from(&with).unwrap();
+        let out = tok
+            .chat_template()
+            .expect("the file's template")
+            .render(&[Message::new("user", "hi")], false, None)
+            .unwrap();
+        assert_eq!(out, "<s>[hi]");
+
+        // A file without a template leaves the tokenizer as it was.
+        let without = dir.path().join("without.json");
+        std::fs::write(&without, r#"{"bos_token": "<s>"}"#).unwrap();
+        assert!(
+            bare()
+                .with_template_from(&without)
+                .unwrap()
+                .chat_template()
+                .is_none()
+        );
+        let kept = tok.with_template_from(&without).unwrap();
+        assert!(kept.chat_template().is_some());
+
+        // A missing or malformed file is an error naming it.
+        let broken = dir.path().join("broken.json");
+        std::fs::write(&broken, "{").unwrap();
+        let err = bare().with_template_from(&broken).unwrap_err().to_string();
+        assert!(err.contains("broken.json"), "{err}");
+        let err = bare()
+            .with_template_from(dir.path().join("absent.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("absent.json"), "{err}");
     }
 }
