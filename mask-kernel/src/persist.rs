@@ -211,46 +211,45 @@ fn tables_path(dir: &Path, fingerprint: &[u8; 32], kind: TrieKind) -> PathBuf {
     dir.join(format!("kernel-{kind}-{hex}.v{FORMAT}.bin"))
 }
 
-/// Serde for token sets as runs of bytes (their blocks, little-endian), with their bit length:
-/// tables kept on disk read back at the speed of a copy.
+/// Serde for counted token sets: each as its bit length, its blocks as one run of bytes
+/// (little-endian) and its number of members, so that tables kept on disk read back at the
+/// speed of a copy.
 mod bits {
-    use fixedbitset::FixedBitSet;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::kernel::Counted;
 
     const BLOCK: usize = std::mem::size_of::<usize>();
 
-    /// A set written as (bit length, block bytes).
-    pub(crate) struct Out<'a>(pub(crate) &'a FixedBitSet);
+    /// A counted set, written.
+    pub(super) struct Out<'a>(pub(super) &'a Counted);
 
     impl Serialize for Out<'_> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            let mut bytes = Vec::with_capacity(self.0.as_slice().len() * BLOCK);
-            for block in self.0.as_slice() {
+            let (set, n) = self.0;
+            let mut bytes = Vec::with_capacity(set.as_slice().len() * BLOCK);
+            for block in set.as_slice() {
                 bytes.extend_from_slice(&(*block as u64).to_le_bytes()[..BLOCK]);
             }
-            (self.0.len() as u64, serde_bytes_ref(&bytes)).serialize(s)
+            (set.len() as u64, Bytes(&bytes), n).serialize(s)
         }
     }
 
     /// Bytes serialized as bytes, not as a sequence of numbers.
-    fn serde_bytes_ref(bytes: &[u8]) -> BytesRef<'_> {
-        BytesRef(bytes)
-    }
+    struct Bytes<'a>(&'a [u8]);
 
-    struct BytesRef<'a>(&'a [u8]);
-
-    impl Serialize for BytesRef<'_> {
+    impl Serialize for Bytes<'_> {
         fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             s.serialize_bytes(self.0)
         }
     }
 
-    /// A set read back.
-    pub(crate) struct In(pub(crate) FixedBitSet);
+    /// A counted set, read back.
+    pub(super) struct In(pub(super) Counted);
 
     impl<'de> Deserialize<'de> for In {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<In, D::Error> {
-            let (len, bytes) = <(u64, &[u8])>::deserialize(d)?;
+            let (len, bytes, n) = <(u64, &[u8], usize)>::deserialize(d)?;
             let len = usize::try_from(len).map_err(serde::de::Error::custom)?;
             if bytes.len() != len.div_ceil(BLOCK * 8) * BLOCK {
                 return Err(serde::de::Error::invalid_length(
@@ -263,7 +262,10 @@ mod bits {
                 word[..BLOCK].copy_from_slice(c);
                 u64::from_le_bytes(word) as usize
             });
-            Ok(In(FixedBitSet::with_capacity_and_blocks(len, blocks)))
+            Ok(In((
+                fixedbitset::FixedBitSet::with_capacity_and_blocks(len, blocks),
+                n,
+            )))
         }
     }
 }
@@ -276,12 +278,11 @@ pub(crate) mod counted {
     use crate::kernel::Counted;
 
     pub(crate) fn serialize<S: Serializer>(c: &Counted, s: S) -> Result<S::Ok, S::Error> {
-        (Out(&c.0), c.1).serialize(s)
+        Out(c).serialize(s)
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Counted, D::Error> {
-        let (set, n) = <(In, usize)>::deserialize(d)?;
-        Ok((set.0, n))
+        Ok(In::deserialize(d)?.0)
     }
 }
 
@@ -293,18 +294,18 @@ pub(crate) mod counted_list {
     use crate::kernel::Counted;
 
     pub(crate) fn serialize<S: Serializer>(list: &[Counted], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(list.iter().map(|c| (Out(&c.0), c.1)))
+        s.collect_seq(list.iter().map(Out))
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Counted>, D::Error> {
-        let list = Vec::<(In, usize)>::deserialize(d)?;
-        Ok(list.into_iter().map(|(set, n)| (set.0, n)).collect())
+        let list = Vec::<In>::deserialize(d)?;
+        Ok(list.into_iter().map(|c| c.0).collect())
     }
 }
 
 /// Serde for lists of lists of counted token sets (see [`bits`]).
 pub(crate) mod counted_levels {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde::{Deserialize, Deserializer, Serializer};
 
     use super::bits::{In, Out};
     use crate::kernel::Counted;
@@ -313,20 +314,20 @@ pub(crate) mod counted_levels {
         levels: &[Vec<Counted>],
         s: S,
     ) -> Result<S::Ok, S::Error> {
-        let levels: Vec<Vec<(Out<'_>, usize)>> = levels
-            .iter()
-            .map(|list| list.iter().map(|c| (Out(&c.0), c.1)).collect())
-            .collect();
-        levels.serialize(s)
+        s.collect_seq(
+            levels
+                .iter()
+                .map(|list| list.iter().map(Out).collect::<Vec<_>>()),
+        )
     }
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
     ) -> Result<Vec<Vec<Counted>>, D::Error> {
-        let levels = Vec::<Vec<(In, usize)>>::deserialize(d)?;
+        let levels = Vec::<Vec<In>>::deserialize(d)?;
         Ok(levels
             .into_iter()
-            .map(|list| list.into_iter().map(|(set, n)| (set.0, n)).collect())
+            .map(|list| list.into_iter().map(|c| c.0).collect())
             .collect())
     }
 }

@@ -233,6 +233,15 @@ impl<'a> Decoder<'a> {
         decode_ms: f64,
     ) -> Output {
         let completion_tokens = self.history.len();
+        // A total over the masks, as a mean per mask in µs.
+        let masks = self.masks;
+        let per_mask_us = |ms: f64| {
+            if masks > 0 {
+                ms * 1e3 / masks as f64
+            } else {
+                0.0
+            }
+        };
         Output {
             text: self.text,
             prompt_tokens,
@@ -249,17 +258,9 @@ impl<'a> Decoder<'a> {
                 } else {
                     0.0
                 },
-                mask_us_mean: if self.masks > 0 {
-                    self.mask_ms * 1e3 / self.masks as f64
-                } else {
-                    0.0
-                },
+                mask_us_mean: per_mask_us(self.mask_ms),
                 mask_ms_total: self.mask_ms,
-                mask_exposed_us_mean: if self.masks > 0 {
-                    self.exposed_ms * 1e3 / self.masks as f64
-                } else {
-                    0.0
-                },
+                mask_exposed_us_mean: per_mask_us(self.exposed_ms),
             },
             logprobs: self.logprobs.entries,
             reasoning: None,
