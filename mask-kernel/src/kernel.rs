@@ -5,6 +5,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
 
+use crate::keys::KeyCloses;
 use recognizer::{LEVELS, QUOTE, TOP_LEVEL, key_content, spelled_in, string_content};
 
 /// Everything the kernel precomputes for one vocabulary. Immutable and `Send + Sync`: build it
@@ -27,6 +28,8 @@ pub struct Kernel {
     close_empty: Vec<(u32, TokenId)>,
     /// Tokens with a `"` whose bytes before the first one contain a backslash.
     escaped_quote_trie: AnyIndex,
+    /// The tokens that can end an object key, for [`Session`](crate::Session)'s classed walk.
+    keys: KeyCloses,
     /// Tokens that are string content, by budget: `by_budget[r]` holds those of at most `r`
     /// code points; the last entry holds them all. Each with its number of tokens.
     #[serde(with = "crate::persist::counted_list")]
@@ -124,6 +127,7 @@ impl Kernel {
         let suffix_vocab = Vocabulary::new(suffixes.iter().copied(), [])?;
         let close_trie = AnyIndex::new(kind, &suffix_vocab)?;
         let escaped_quote_trie = AnyIndex::build(kind, &vocab, escaped)?;
+        let keys = KeyCloses::new(kind, &vocab, &quote_ids)?;
         let n = vocab.len();
         let lens: Vec<(u32, TokenId)> = vocab
             .indexable_ids()
@@ -160,6 +164,7 @@ impl Kernel {
             close_tokens,
             close_empty,
             escaped_quote_trie,
+            keys,
             by_budget,
             by_level,
             outside,
@@ -186,6 +191,8 @@ impl Kernel {
             .chain(self.eos.iter().copied());
         sets.into_iter().all(|(set, _)| set.len() == n)
             && ids.into_iter().all(|id| id.as_usize() < n)
+            && self.keys.fit(n)
+            && self.close_trie.num_tokens() == self.close_tokens.len()
             && self.by_level.len() == LEVELS.len() - 1
             && self.outside.len() == LEVELS.len() - 1
     }
@@ -228,6 +235,11 @@ impl Kernel {
     /// The tokens whose content before the first quote has a backslash.
     pub(crate) fn escaped_quote_trie(&self) -> &AnyIndex {
         &self.escaped_quote_trie
+    }
+
+    /// The tokens that can end an object key.
+    pub(crate) fn key_closes(&self) -> &KeyCloses {
+        &self.keys
     }
 
     /// The trie backend.
@@ -310,6 +322,9 @@ impl Kernel {
     pub fn memory_bytes(&self) -> usize {
         self.trie.memory_bytes()
             + self.quote_trie.memory_bytes()
+            + self.close_trie.memory_bytes()
+            + self.escaped_quote_trie.memory_bytes()
+            + self.keys.memory_bytes()
             + self.by_budget.iter().map(|b| b.0.len() / 8).sum::<usize>()
             + self
                 .by_level

@@ -77,6 +77,7 @@ mod apply;
 mod cache;
 mod error;
 mod kernel;
+mod keys;
 mod persist;
 mod session;
 

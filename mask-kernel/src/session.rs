@@ -8,6 +8,7 @@ use vocab_index::{AnyIndex, TokenId, TrieVisitor, VocabIndex};
 use crate::cache::{MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
+use crate::keys::NO_SUFFIX;
 use recognizer::{Close, QUOTE, Recognizer, Split};
 
 /// What one [`Session::mask`] call did.
@@ -235,6 +236,119 @@ impl<R: Recognizer> TrieVisitor for Replay<'_, R> {
     }
 }
 
+/// Walks the suffixes that follow a closing quote with the full recognizer, listing those it
+/// accepts.
+struct Suffixes<'a, R> {
+    rec: &'a mut R,
+    hits: &'a mut Vec<TokenId>,
+    nodes: u64,
+}
+
+impl<R: Recognizer> TrieVisitor for Suffixes<'_, R> {
+    fn push_byte(&mut self, byte: u8) -> bool {
+        let ok = self.rec.try_push_byte(byte);
+        self.nodes += ok as u64;
+        ok
+    }
+
+    fn pop_bytes(&mut self, n: usize) {
+        if n > 0 {
+            self.rec.pop_bytes(n);
+        }
+    }
+
+    fn token(&mut self, id: TokenId) {
+        self.hits.push(id);
+    }
+}
+
+/// The classes of the contents met by [`Session::close_by_class`], reused between masks.
+#[derive(Debug, Default)]
+struct Classes {
+    /// Per class number of the recognizer: the class's slot here, or `NO_SLOT`.
+    slot: Vec<u32>,
+    /// Per slot: its class number, and where its first content's bytes are in `bytes`.
+    rep: Vec<(u32, u32, u32)>,
+    bytes: Vec<u8>,
+    /// Per slot: whether the quote is accepted, and the suffix ids accepted after it.
+    quote: Vec<bool>,
+    suffixes: Vec<FixedBitSet>,
+    /// (content id, slot) of every content the walk accepted.
+    met: Vec<(u32, u32)>,
+    /// The bytes pushed by the walk.
+    path: Vec<u8>,
+}
+
+/// In [`Classes::slot`]: a class not met in this walk.
+const NO_SLOT: u32 = u32::MAX;
+
+impl Classes {
+    fn clear(&mut self) {
+        for &(class, _, _) in &self.rep {
+            self.slot[class as usize] = NO_SLOT;
+        }
+        self.rep.clear();
+        self.bytes.clear();
+        self.quote.clear();
+        self.met.clear();
+        self.path.clear();
+    }
+
+    /// The slot of `class`, added (with the bytes pushed as its content) when new.
+    fn slot(&mut self, class: u32) -> u32 {
+        let c = class as usize;
+        if c >= self.slot.len() {
+            self.slot.resize(c + 1, NO_SLOT);
+        }
+        if self.slot[c] == NO_SLOT {
+            self.slot[c] = self.rep.len() as u32;
+            self.rep
+                .push((class, self.bytes.len() as u32, self.path.len() as u32));
+            self.bytes.extend_from_slice(&self.path);
+        }
+        self.slot[c]
+    }
+}
+
+/// The first pass of [`Session::close_by_class`]: the recognizer in lexeme-only mode over the
+/// contents before tokens' quotes, classing each content it accepts.
+struct Classify<'a, R> {
+    rec: &'a mut R,
+    classes: &'a mut Classes,
+    /// A content had no class.
+    unclassed: bool,
+}
+
+impl<R: Recognizer> TrieVisitor for Classify<'_, R> {
+    #[inline(always)]
+    fn push_byte(&mut self, byte: u8) -> bool {
+        let ok = self.rec.try_push_byte(byte);
+        if ok {
+            self.classes.path.push(byte);
+        }
+        ok
+    }
+
+    #[inline(always)]
+    fn pop_bytes(&mut self, n: usize) {
+        if n > 0 {
+            self.rec.pop_bytes(n);
+            let path = &mut self.classes.path;
+            path.truncate(path.len() - n);
+        }
+    }
+
+    fn token(&mut self, id: TokenId) {
+        match self.rec.close_class() {
+            Some(class) => {
+                let slot = self.classes.slot(class);
+                self.classes.met.push((id.as_u32(), slot));
+            }
+            None => self.unclassed = true,
+        }
+    }
+}
+
 fn walk<R: Recognizer>(
     trie: &AnyIndex,
     rec: &mut R,
@@ -274,6 +388,8 @@ pub struct Session<R> {
     /// The first pass's records of [`Session::walk_quotes`], and its open records.
     taken: Vec<u32>,
     open: Vec<usize>,
+    /// The classes of [`Session::close_by_class`].
+    classes: Classes,
 }
 
 impl<R: Recognizer> Session<R> {
@@ -293,6 +409,7 @@ impl<R: Recognizer> Session<R> {
             hits: Vec::new(),
             taken: Vec::new(),
             open: Vec::new(),
+            classes: Classes::default(),
         }
     }
 
@@ -416,6 +533,10 @@ impl<R: Recognizer> Session<R> {
                         stats.nodes += self.close_once(&kernel, close, out);
                         stats.nodes += self.walk_quotes(kernel.escaped_quote_trie(), out);
                     }
+                    Split::KeyContent => match self.close_by_class(&kernel, out) {
+                        Some(nodes) => stats.nodes += nodes,
+                        None => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
+                    },
                     _ => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
                 }
             }
@@ -499,6 +620,102 @@ impl<R: Recognizer> Session<R> {
         nodes
     }
 
+    /// For [`Split::KeyContent`]: adds the tokens that can end the key (see
+    /// [`KeyCloses`](crate::keys::KeyCloses)) that the recognizer accepts. The contents before
+    /// their unescaped quote are walked in lexeme-only mode, each accepted one classed by
+    /// [`Recognizer::close_class`]; for each class, the full recognizer pushes one content of
+    /// it, the quote, and the distinct suffixes. Most contents share a few classes (any key
+    /// that names no property), so the full recognizer runs a few times instead of once per
+    /// content. The tokens with more quotes are walked in full. `None` (nothing added) when
+    /// the recognizer has no classes here.
+    fn close_by_class(&mut self, kernel: &Kernel, out: &mut FixedBitSet) -> Option<u64> {
+        let keys = kernel.key_closes();
+        let mut classes = std::mem::take(&mut self.classes);
+        classes.clear();
+        self.rec.set_lexeme_only(true);
+        let Some(root) = self.rec.close_class() else {
+            self.rec.set_lexeme_only(false);
+            self.classes = classes;
+            return None;
+        };
+        let root = classes.slot(root);
+        let mut first = Classify {
+            rec: &mut self.rec,
+            classes: &mut classes,
+            unclassed: false,
+        };
+        keys.contents().walk(&mut first);
+        let unclassed = first.unclassed;
+        self.rec.set_lexeme_only(false);
+        if unclassed {
+            // Not expected (a recognizer's classes hold for a whole walk); the walk in full
+            // decides then.
+            self.classes = classes;
+            return None;
+        }
+
+        let n = keys.suffixes().num_tokens();
+        let mut hits = std::mem::take(&mut self.hits);
+        let mut nodes = 0;
+        for c in 0..classes.rep.len() {
+            if classes.suffixes.len() <= c {
+                classes.suffixes.push(FixedBitSet::with_capacity(n));
+            }
+            classes.suffixes[c].clear();
+            let (_, at, len) = classes.rep[c];
+            let content = &classes.bytes[at as usize..(at + len) as usize];
+            let mut pushed = 0;
+            for &b in content {
+                if !self.rec.try_push_byte(b) {
+                    break;
+                }
+                pushed += 1;
+            }
+            // Inside a key both modes accept the same content.
+            debug_assert_eq!(pushed, content.len(), "content the lexeme walk took");
+            let quote = pushed == content.len() && self.rec.try_push_byte(QUOTE);
+            classes.quote.push(quote);
+            if quote {
+                pushed += 1;
+                hits.clear();
+                let mut v = Suffixes {
+                    rec: &mut self.rec,
+                    hits: &mut hits,
+                    nodes: 0,
+                };
+                keys.suffixes().walk(&mut v);
+                nodes += v.nodes;
+                for &suffix in &hits {
+                    classes.suffixes[c].insert(suffix.as_usize());
+                }
+            }
+            nodes += pushed as u64;
+            self.rec.pop_bytes(pushed);
+        }
+        self.hits = hits;
+
+        let allowed = |classes: &Classes, c: u32, suffix: u32| {
+            let c = c as usize;
+            classes.quote[c]
+                && (suffix == NO_SUFFIX || classes.suffixes[c].contains(suffix as usize))
+        };
+        for &(suffix, id) in keys.root() {
+            if allowed(&classes, root, suffix) {
+                self.tally.insert(out, id.as_usize());
+            }
+        }
+        for &(content, c) in &classes.met {
+            let content = TokenId::new(content).expect("a content id");
+            for &(suffix, id) in keys.tokens(content) {
+                if allowed(&classes, c, suffix) {
+                    self.tally.insert(out, id.as_usize());
+                }
+            }
+        }
+        self.classes = classes;
+        Some(nodes + self.walk_quotes(keys.multi(), out))
+    }
+
     /// Closes the string once (after the [filler](Close::filler) of `lo` code points) and
     /// walks the suffixes that can follow; adds every token `content"suffix` whose content has
     /// `lo..=hi` code points.
@@ -528,26 +745,6 @@ impl<R: Recognizer> Session<R> {
                 }
             };
             add(out, &mut self.tally, kernel.close_empty());
-            struct Suffixes<'a, R> {
-                rec: &'a mut R,
-                hits: &'a mut Vec<TokenId>,
-                nodes: u64,
-            }
-            impl<R: Recognizer> TrieVisitor for Suffixes<'_, R> {
-                fn push_byte(&mut self, byte: u8) -> bool {
-                    let ok = self.rec.try_push_byte(byte);
-                    self.nodes += ok as u64;
-                    ok
-                }
-                fn pop_bytes(&mut self, n: usize) {
-                    if n > 0 {
-                        self.rec.pop_bytes(n);
-                    }
-                }
-                fn token(&mut self, id: TokenId) {
-                    self.hits.push(id);
-                }
-            }
             let mut hits = std::mem::take(&mut self.hits);
             hits.clear();
             let mut v = Suffixes {

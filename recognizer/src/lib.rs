@@ -30,7 +30,9 @@
 //!   closing quote does not depend on the content, [`Close`] says how much content may come
 //!   before it, and the kernel closes the string once, after [`Close::filler`] content.
 //! - [`Split::KeyContent`]: an object key that takes any content written with only the escapes
-//!   JSON needs ([`key_content`]).
+//!   JSON needs ([`key_content`]). [`Recognizer::close_class`] then classes the positions
+//!   inside the key by what ending it there leads to, so that the kernel walks the bytes after
+//!   the closing quote once per class.
 //! - [`Split::Walk`]: the content is constrained; the tokens without a quote are walked with
 //!   the recognizer in [lexeme-only mode](Recognizer::set_lexeme_only), and the result is
 //!   cached under a key of the string's state.

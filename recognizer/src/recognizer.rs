@@ -57,6 +57,20 @@ pub trait Recognizer {
     /// Turns lexeme-only mode on or off. While on, `try_push_byte` refuses every byte that
     /// would end the current string (a [`QUOTE`] outside an escape).
     fn set_lexeme_only(&mut self, _on: bool) {}
+
+    /// In lexeme-only mode, inside an object key at a character boundary outside an escape:
+    /// the class of what ending the key here leads to, as a small number (a kernel may index a
+    /// table by it). Within one walk (the bytes pushed since lexeme-only mode was turned on
+    /// differ, the state before them does not), two positions of the same class must accept
+    /// the same byte strings that start with the closing [`QUOTE`] and hold at most one more
+    /// quote: the key's content may still matter after that (a later key of the same object
+    /// must differ from it), and the kernel walks tokens with more quotes in full.
+    ///
+    /// `None` when no class is known; the kernel then walks the tokens that end the key with
+    /// the full recognizer.
+    fn close_class(&mut self) -> Option<u32> {
+        None
+    }
 }
 
 /// Where the recognizer is, for the kernel's split of the vocabulary: always inside a JSON

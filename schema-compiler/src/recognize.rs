@@ -43,4 +43,8 @@ impl Recognizer for Matcher {
     fn set_lexeme_only(&mut self, on: bool) {
         Matcher::set_lexeme_only(self, on)
     }
+
+    fn close_class(&mut self) -> Option<u32> {
+        Matcher::close_class(self)
+    }
 }

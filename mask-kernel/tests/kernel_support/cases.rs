@@ -247,6 +247,24 @@ pub fn cases() -> Vec<Case> {
             valid: &[r#"{"alphabet":1,"k1":2,"namespace":3,"quote\"d":4,"ÿñíçødé":5}"#],
         },
         Case {
+            // Keys that take any content: the quote tokens are classed by what ending the key
+            // leads to, and a key that repeats an earlier one outside the properties is told
+            // apart by its text alone.
+            name: "open object",
+            schema: json!({
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "id": {"type": "integer"}},
+                "required": ["name"],
+                "additionalProperties": true
+            }),
+            // Tokens such as `)":` and `.",` end keys that are not properties: once `)` and
+            // `.` are keys, those tokens must be refused.
+            valid: &[
+                r#"{"name":"x",")":1,"x":2,".":[3],"id":3,"":4,"y":5}"#,
+                r#"{"type":"a","data":{"name":"b",")":[1],"z":0},"value":true,"name":""}"#,
+            ],
+        },
+        Case {
             name: "property names",
             schema: json!({
                 "type": "object",

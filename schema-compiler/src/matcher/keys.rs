@@ -39,6 +39,22 @@ impl State {
         }
     }
 
+    /// How many literals `leaf` (an object leaf) has seen.
+    pub(super) fn seen_count(&self, g: &Grammar, leaf: &Leaf) -> u32 {
+        let mut n = leaf.seen.count_ones();
+        if leaf.ext != NONE
+            && let LeafSpec::Object(s) = leaf.spec
+        {
+            let words = g.obj_specs[s as usize].lits.len().div_ceil(64) - 1;
+            let ext = leaf.ext as usize;
+            n += self.bits[ext..ext + words]
+                .iter()
+                .map(|w| w.count_ones())
+                .sum::<u32>();
+        }
+        n
+    }
+
     pub(super) fn mark_seen(&mut self, li: usize, lit: u32) {
         let mut leaf = self.leaves[li];
         if lit < 64 {

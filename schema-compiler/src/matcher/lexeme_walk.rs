@@ -71,6 +71,12 @@ pub(super) struct LexemeWalk {
     /// The last `slot_memo` answer (`u64::MAX` at the start of a walk: a lookup with every
     /// one of 64 entries dead never happens, the walk refuses that first).
     pub(super) slot_last: (u64, bool),
+    /// Keys: what ending the key leads to depends on the tracked key states alone (see
+    /// [`Matcher::close_class`](super::Matcher::close_class)).
+    pub(super) close_by_states: bool,
+    /// Keys: per node, its class (`UNSEEN` until asked), and the classes by their words.
+    pub(super) node_class: Vec<u32>,
+    pub(super) classes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
 }
 
 impl LexemeWalk {
@@ -82,6 +88,8 @@ impl LexemeWalk {
         self.nodes.clear();
         self.key_memo.clear();
         self.slot_memo.clear();
+        self.node_class.clear();
+        self.classes.clear();
     }
 
     /// The node of decoder `core` and the DFA states at `states[from..from + idx.len()]`,
@@ -103,6 +111,7 @@ impl LexemeWalk {
         self.node_states
             .extend_from_slice(&self.states[from..from + k]);
         self.next.resize(self.next.len() + 256, UNSEEN);
+        self.node_class.push(UNSEEN);
         self.nodes.insert(self.words[..].into(), id);
         id
     }
@@ -380,7 +389,19 @@ impl State {
                     walk.states.push(leaf.key_state);
                 }
             }
+            // A key that repeats an earlier one is refused by its hash, which the key states do
+            // not hold, unless every earlier key was a literal of a tracked leaf: such a key
+            // then reaches that literal again, which the leaf refuses as seen. With value
+            // hashing the content matters after the quote too.
+            let all_literal = st.walk.idx.iter().any(|&li| {
+                let leaf = &st.leaves[li as usize];
+                leaf.count == st.seen_count(g, leaf)
+            });
+            let keys = &st.keys[f.keys_start as usize..];
+            st.walk.close_by_states =
+                !g.needs_hash && (all_literal || !keys.iter().any(|&(d, _)| d == f.depth));
         }
+        let walk = &mut st.walk;
         walk.count_matters = walk.is_str && walk.max.iter().any(|&m| m != u64::MAX);
         walk.path.clear();
         if walk.learnt_serial != Some(st.lex.serial) || walk.learnt_idx != walk.idx {

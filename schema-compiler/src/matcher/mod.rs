@@ -216,6 +216,46 @@ impl Matcher {
         self.state.set_lexeme_only(&self.g, on);
     }
 
+    /// In lexeme-only mode inside a key, at a character boundary outside an escape: the class
+    /// of what ending the key here leads to (see [`recognizer::Recognizer::close_class`]), by
+    /// the match set each tracked leaf's key DFA is in. Ending the key resolves each object
+    /// leaf's key by that set alone (a literal, a set of patterns, or none), so the states after
+    /// the quote differ only in the key's hash, which a later key of the object is compared
+    /// with. Classes are numbered per walker node, from 0, as they are met. `None` outside a
+    /// key, with value hashing, or when a repeated key could only be told by its hash (see
+    /// `LexemeWalk::close_by_states`).
+    pub fn close_class(&mut self) -> Option<u32> {
+        let st = &mut self.state;
+        let g = &*self.g;
+        let walk = &mut st.walk;
+        if !walk.on || walk.is_str || !walk.close_by_states {
+            return None;
+        }
+        let node = *walk.path.last()? as usize;
+        if walk.node_class[node] != lexeme_walk::UNSEEN {
+            return Some(walk.node_class[node]);
+        }
+        let core = walk.node_core[node];
+        if core.esc != 0 || !g.dfa(g.utf8).is_final(core.syn) {
+            return None;
+        }
+        let k = walk.idx.len();
+        walk.words.clear();
+        for j in 0..k {
+            let s = walk.node_states[node * k + j];
+            let set = if s == crate::dfa::DEAD {
+                None
+            } else {
+                g.dfa(walk.dfas[j]).final_set_id(s)
+            };
+            walk.words.push(set.unwrap_or(u32::MAX));
+        }
+        let next = walk.classes.len() as u32;
+        let class = *walk.classes.entry(walk.words[..].into()).or_insert(next);
+        walk.node_class[node] = class;
+        Some(class)
+    }
+
     /// A short description of the state, for error messages.
     pub fn describe(&self) -> String {
         let st = &self.state;

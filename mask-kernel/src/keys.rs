@@ -1,0 +1,175 @@
+//! The tables for the tokens that can end an object key, read from a character boundary
+//! outside an escape (where [`Split::KeyContent`](crate::Split) puts a key).
+//!
+//! Each token holding a quote is cut at its first unescaped quote into the key content before
+//! it and the suffix after it. The session walks the distinct contents with the recognizer in
+//! lexeme-only mode, classes each accepted one by what ending the key there leads to
+//! ([`Recognizer::close_class`](crate::Recognizer::close_class)), and walks the distinct
+//! suffixes once per class with the full recognizer.
+
+use std::collections::BTreeMap;
+
+use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
+
+use recognizer::{QUOTE, string_content};
+
+/// In [`KeyCloses::tokens`]: a token that ends at its unescaped quote.
+pub(crate) const NO_SUFFIX: u32 = u32::MAX;
+
+/// The tokens that can end an object key.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(crate) struct KeyCloses {
+    /// The distinct non-empty contents before tokens' unescaped quote (id = index into
+    /// `tokens`), for tokens with at most one more quote after it.
+    contents: AnyIndex,
+    /// The distinct non-empty suffixes after those quotes.
+    suffixes: AnyIndex,
+    /// Per content: (suffix id or [`NO_SUFFIX`], token), by suffix id.
+    tokens: Vec<Vec<(u32, TokenId)>>,
+    /// As `tokens`, for the tokens that start with a quote.
+    root: Vec<(u32, TokenId)>,
+    /// Tokens with valid content before their unescaped quote and two or more quotes after it:
+    /// walked with the full recognizer (the content of a key may matter after a second quote).
+    multi: AnyIndex,
+}
+
+/// Where the first unescaped quote of `bytes` is, read from a character boundary outside an
+/// escape, when the bytes before it are complete, valid string content (so it can end a
+/// string); `None` otherwise (no such quote, or invalid content before it).
+fn unescaped_quote(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            QUOTE => break,
+            b'\\' => {
+                let len = match bytes.get(i + 1)? {
+                    b'u' => 6,
+                    _ => 2,
+                };
+                // An escape cut by a quote (`\u0"`) leaves no quote that can end the string.
+                if bytes.get(i + 2..i + len)?.contains(&QUOTE) {
+                    return None;
+                }
+                i += len;
+            }
+            _ => i += 1,
+        }
+    }
+    let content = bytes.get(..i)?;
+    (i < bytes.len() && std::str::from_utf8(content).is_ok() && string_content(content).is_some())
+        .then_some(i)
+}
+
+impl KeyCloses {
+    /// The tables for `quote_ids`, the tokens of `vocab` that hold a quote.
+    pub(crate) fn new(
+        kind: TrieKind,
+        vocab: &Vocabulary,
+        quote_ids: &[TokenId],
+    ) -> Result<KeyCloses, vocab_index::Error> {
+        let mut cut: Vec<(&[u8], &[u8], TokenId)> = Vec::new();
+        let mut multi = Vec::new();
+        for &id in quote_ids {
+            let bytes = vocab.bytes(id);
+            let Some(q) = unescaped_quote(bytes) else {
+                continue;
+            };
+            let (content, suffix) = (&bytes[..q], &bytes[q + 1..]);
+            if suffix.iter().filter(|&&b| b == QUOTE).count() > 1 {
+                multi.push(id);
+            } else {
+                cut.push((content, suffix, id));
+            }
+        }
+        let suffixes: BTreeMap<&[u8], u32> = cut
+            .iter()
+            .filter(|c| !c.1.is_empty())
+            .map(|c| (c.1, 0))
+            .collect();
+        let suffixes: BTreeMap<&[u8], u32> = suffixes
+            .into_keys()
+            .enumerate()
+            .map(|(i, s)| (s, i as u32))
+            .collect();
+        let mut by_content: BTreeMap<&[u8], Vec<(u32, TokenId)>> = BTreeMap::new();
+        for (content, suffix, id) in cut {
+            let s = suffixes.get(suffix).copied().unwrap_or(NO_SUFFIX);
+            by_content.entry(content).or_default().push((s, id));
+        }
+        for list in by_content.values_mut() {
+            list.sort_unstable();
+        }
+        let root = by_content.remove(&b""[..]).unwrap_or_default();
+        let contents = Vocabulary::new(by_content.keys().copied(), [])?;
+        Ok(KeyCloses {
+            contents: AnyIndex::new(kind, &contents)?,
+            suffixes: AnyIndex::new(kind, &Vocabulary::new(suffixes.into_keys(), [])?)?,
+            tokens: by_content.into_values().collect(),
+            root,
+            multi: AnyIndex::build(kind, vocab, multi)?,
+        })
+    }
+
+    /// The trie of contents.
+    pub(crate) fn contents(&self) -> &AnyIndex {
+        &self.contents
+    }
+
+    /// The trie of suffixes.
+    pub(crate) fn suffixes(&self) -> &AnyIndex {
+        &self.suffixes
+    }
+
+    /// The tokens of content `content`: (suffix id or [`NO_SUFFIX`], token).
+    pub(crate) fn tokens(&self, content: TokenId) -> &[(u32, TokenId)] {
+        &self.tokens[content.as_usize()]
+    }
+
+    /// The tokens that start with their unescaped quote.
+    pub(crate) fn root(&self) -> &[(u32, TokenId)] {
+        &self.root
+    }
+
+    /// The tokens walked in full.
+    pub(crate) fn multi(&self) -> &AnyIndex {
+        &self.multi
+    }
+
+    /// Whether the ids fit a vocabulary of `n` tokens and the tries (a check on tables read
+    /// from a file).
+    pub(crate) fn fit(&self, n: usize) -> bool {
+        let suffixes = self.suffixes.num_tokens();
+        self.contents.num_tokens() == self.tokens.len()
+            && self
+                .tokens
+                .iter()
+                .flatten()
+                .chain(&self.root)
+                .all(|&(s, id)| (s == NO_SUFFIX || (s as usize) < suffixes) && id.as_usize() < n)
+    }
+
+    /// Heap bytes of the tries.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.contents.memory_bytes() + self.suffixes.memory_bytes() + self.multi.memory_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unescaped_quote;
+
+    #[test]
+    fn the_first_unescaped_quote_after_valid_content() {
+        assert_eq!(unescaped_quote(b"\":"), Some(0));
+        assert_eq!(unescaped_quote(b"ab\","), Some(2));
+        assert_eq!(unescaped_quote(b"\\\"\":"), Some(2));
+        assert_eq!(unescaped_quote(b"\\\\\""), Some(2));
+        assert_eq!(unescaped_quote(b"\\u0041\""), Some(6));
+        // Only escaped quotes, an escape cut by the quote, content that is not valid.
+        assert_eq!(unescaped_quote(b"\\\":\\\""), None);
+        assert_eq!(unescaped_quote(b"\\u0\""), None);
+        assert_eq!(unescaped_quote(b"\\q\""), None);
+        assert_eq!(unescaped_quote(b"\x01\""), None);
+        assert_eq!(unescaped_quote(b"\xc3\""), None);
+    }
+}
