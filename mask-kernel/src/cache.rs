@@ -19,19 +19,31 @@ pub struct CacheStats {
     pub evictions: u64,
 }
 
-/// A token set as the cache keeps it: a bitset with its number of members, or the ids when
-/// they are few (most masks allow a handful of tokens; a bitset over 262k tokens is 32 KiB).
+/// A token set as the cache keeps it: a bitset with its number of members, the ids when they
+/// are few (most masks allow a handful of tokens; a bitset over 262k tokens is 32 KiB), or one
+/// of the kernel's precomputed sets plus a few ids (most masks inside a string or key).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Stored {
     Dense(FixedBitSet, usize),
     Sparse(Box<[u32]>),
+    /// The kernel's set, the ids outside it, and the number of members.
+    Based(Base, Box<[u32]>, usize),
+}
+
+/// A precomputed set of the [`Kernel`](crate::Kernel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Base {
+    /// [`Kernel::key_content`](crate::Kernel::key_content).
+    KeyContent,
+    /// [`Kernel::string_content_at`](crate::Kernel::string_content_at).
+    StringContent { level: u8, budget: Option<u32> },
 }
 
 impl Stored {
     /// Members.
     pub(crate) fn count(&self) -> usize {
         match self {
-            Stored::Dense(_, n) => *n,
+            Stored::Dense(_, n) | Stored::Based(_, _, n) => *n,
             Stored::Sparse(ids) => ids.len(),
         }
     }
@@ -39,7 +51,7 @@ impl Stored {
     fn bytes(&self) -> usize {
         match self {
             Stored::Dense(set, _) => set.len().div_ceil(8),
-            Stored::Sparse(ids) => ids.len() * 4,
+            Stored::Sparse(ids) | Stored::Based(_, ids, _) => ids.len() * 4,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
 
+use crate::cache::Base;
 use crate::keys::KeyCloses;
 use recognizer::{LEVELS, QUOTE, TOP_LEVEL, key_content, spelled_in, string_content};
 
@@ -287,6 +288,14 @@ impl Kernel {
     /// [`Kernel::key_content`] with its number of tokens.
     pub(crate) fn key_content_counted(&self) -> &Counted {
         &self.key_content
+    }
+
+    /// The precomputed set `base`.
+    pub(crate) fn base(&self, base: Base) -> &FixedBitSet {
+        match base {
+            Base::KeyContent => &self.key_content.0,
+            Base::StringContent { level, budget } => &self.string_content_counted(level, budget).0,
+        }
     }
 
     /// Splits `bytes` into producible tokens, longest match first. `None` when some byte

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieVisitor, VocabIndex};
 
-use crate::cache::{MaskCache, Stored};
+use crate::cache::{Base, MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
 use crate::keys::NO_SUFFIX;
@@ -30,11 +30,14 @@ pub struct MaskStats {
 #[derive(Debug, Default)]
 struct Tally {
     count: usize,
+    /// The members listed (those outside `base` when there is one).
     ids: Vec<u32>,
     /// The members are no longer listed.
     dense: bool,
     /// Most members listed.
     limit: usize,
+    /// The kernel's set the members were started from.
+    base: Option<Base>,
 }
 
 impl Tally {
@@ -44,6 +47,16 @@ impl Tally {
         self.ids.clear();
         self.dense = false;
         self.limit = n / 32;
+        self.base = None;
+    }
+
+    /// Starts the set (empty so far; `set` need not be cleared) from the kernel's set `base`,
+    /// `other`, which holds `n` tokens; the members added after it are listed while few.
+    fn start_from(&mut self, set: &mut FixedBitSet, base: Base, other: &FixedBitSet, n: usize) {
+        debug_assert_eq!(self.count, 0, "a base comes first");
+        set.clone_from(other);
+        self.count = n;
+        self.base = Some(base);
     }
 
     #[inline(always)]
@@ -71,11 +84,16 @@ impl Tally {
         self.dense = true;
     }
 
-    /// Adds a stored set whose tokens are not in `set` yet when it is dense.
+    /// Adds a stored inside set (never based) whose tokens are not in `set` yet when it is
+    /// dense.
     fn add(&mut self, set: &mut FixedBitSet, other: &Stored) {
         match other {
             Stored::Dense(s, n) => self.union_disjoint(set, s, *n),
-            Stored::Sparse(ids) => {
+            Stored::Sparse(ids) | Stored::Based(_, ids, _) => {
+                debug_assert!(
+                    !matches!(other, Stored::Based(..)),
+                    "inside sets have no base"
+                );
                 for &id in ids {
                     self.insert(set, id as usize);
                 }
@@ -85,24 +103,32 @@ impl Tally {
 
     /// `set` as the cache keeps it.
     fn stored(&self, set: &FixedBitSet) -> Stored {
-        if self.dense {
-            Stored::Dense(set.clone(), self.count)
-        } else {
-            Stored::Sparse(self.ids.as_slice().into())
+        match self.base {
+            _ if self.dense => Stored::Dense(set.clone(), self.count),
+            Some(base) => Stored::Based(base, self.ids.as_slice().into(), self.count),
+            None => Stored::Sparse(self.ids.as_slice().into()),
         }
     }
 }
 
 /// Writes `stored` into `out` (of the same length).
-fn load(stored: &Stored, out: &mut FixedBitSet) {
-    match stored {
-        Stored::Dense(s, _) => out.clone_from(s),
+fn load(kernel: &Kernel, stored: &Stored, out: &mut FixedBitSet) {
+    let ids = match stored {
+        Stored::Dense(s, _) => {
+            out.clone_from(s);
+            return;
+        }
         Stored::Sparse(ids) => {
             out.clear();
-            for &id in ids {
-                out.insert(id as usize);
-            }
+            ids
         }
+        Stored::Based(base, ids, _) => {
+            out.clone_from(kernel.base(*base));
+            ids
+        }
+    };
+    for &id in ids.iter() {
+        out.insert(id as usize);
     }
 }
 
@@ -476,11 +502,10 @@ impl<R: Recognizer> Session<R> {
         self.key.clear();
         let cacheable = self.rec.state_key(&mut self.key);
         if cacheable && let Some(m) = cache.get_mask(&self.key) {
-            load(m, out);
+            load(&self.kernel, m, out);
             stats.cache_hit = true;
             stats.allowed = m.count();
         } else {
-            out.clear();
             self.tally.reset(n);
             self.compute(cache, out, &mut stats);
             // Counted as the mask was built: on 262k tokens a popcount is several µs.
@@ -511,20 +536,24 @@ impl<R: Recognizer> Session<R> {
             Some(split) => {
                 stats.split = true;
                 match split {
-                    // The precomputed set comes first (into an empty mask), and the inside
-                    // walk covers only tokens outside it, so the counts add up.
+                    // The precomputed set comes first (over whatever `out` held), and the
+                    // inside walk covers only tokens outside it, so the counts add up.
                     Split::StringContent { budget, level, .. } => {
                         let (set, n) = kernel.string_content_counted(level, budget);
-                        self.tally.union_disjoint(out, set, *n);
+                        let base = Base::StringContent { level, budget };
+                        self.tally.start_from(out, base, set, *n);
                         if let Some(trie) = kernel.outside_level(level) {
                             stats.nodes += self.walk_inside(cache, trie, out);
                         }
                     }
                     Split::KeyContent => {
                         let (set, n) = kernel.key_content_counted();
-                        self.tally.union_disjoint(out, set, *n);
+                        self.tally.start_from(out, Base::KeyContent, set, *n);
                     }
-                    Split::Walk => stats.nodes += self.walk_inside(cache, kernel.trie(), out),
+                    Split::Walk => {
+                        out.clear();
+                        stats.nodes += self.walk_inside(cache, kernel.trie(), out);
+                    }
                 }
                 match split {
                     Split::StringContent {
@@ -540,7 +569,10 @@ impl<R: Recognizer> Session<R> {
                     _ => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
                 }
             }
-            _ => stats.nodes += walk(kernel.trie(), &mut self.rec, out, &mut self.tally),
+            _ => {
+                out.clear();
+                stats.nodes += walk(kernel.trie(), &mut self.rec, out, &mut self.tally);
+            }
         }
         if self.rec.is_accepting() {
             for id in kernel.eos() {
