@@ -144,6 +144,12 @@ impl Dfa {
         self.trans[i]
     }
 
+    /// The equivalence class of `byte`: bytes of one class lead every state to the same state.
+    #[inline]
+    pub fn class_of(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
+    }
+
     /// Runs the DFA over `bytes` from `state`.
     pub fn run(&self, mut state: u32, bytes: &[u8]) -> u32 {
         for &b in bytes {
