@@ -308,6 +308,9 @@ struct Classes {
 /// In [`Classes::slot`]: a class not met in this walk.
 const NO_SLOT: u32 = u32::MAX;
 
+/// Class numbers from this one up are taken as no class (the table is indexed by them).
+const MAX_CLASSES: u32 = 1 << 16;
+
 impl Classes {
     fn clear(&mut self) {
         for &(class, _, _) in &self.rep {
@@ -365,7 +368,7 @@ impl<R: Recognizer> TrieVisitor for Classify<'_, R> {
     }
 
     fn token(&mut self, id: TokenId) {
-        match self.rec.close_class() {
+        match self.rec.close_class().filter(|&c| c < MAX_CLASSES) {
             Some(class) => {
                 let slot = self.classes.slot(class);
                 self.classes.met.push((id.as_u32(), slot));
@@ -665,7 +668,7 @@ impl<R: Recognizer> Session<R> {
         let mut classes = std::mem::take(&mut self.classes);
         classes.clear();
         self.rec.set_lexeme_only(true);
-        let Some(root) = self.rec.close_class() else {
+        let Some(root) = self.rec.close_class().filter(|&c| c < MAX_CLASSES) else {
             self.rec.set_lexeme_only(false);
             self.classes = classes;
             return None;

@@ -201,3 +201,62 @@ proptest! {
         }
     }
 }
+
+/// A matcher whose key classes are numbered from `offset` on (everything else forwarded).
+struct Numbered {
+    m: Matcher,
+    offset: u32,
+}
+
+impl mask_kernel::Recognizer for Numbered {
+    fn try_push_byte(&mut self, byte: u8) -> bool {
+        self.m.try_push_byte(byte)
+    }
+    fn pop_bytes(&mut self, n: usize) {
+        self.m.pop_bytes(n)
+    }
+    fn is_accepting(&self) -> bool {
+        self.m.is_accepting()
+    }
+    fn state_key(&self, key: &mut Vec<u32>) -> bool {
+        self.m.state_key(key);
+        true
+    }
+    fn split(&self, key: &mut Vec<u32>) -> Option<mask_kernel::Split> {
+        self.m.split(key)
+    }
+    fn set_lexeme_only(&mut self, on: bool) {
+        self.m.set_lexeme_only(on)
+    }
+    fn close_class(&mut self) -> Option<u32> {
+        self.m.close_class().map(|c| c.saturating_add(self.offset))
+    }
+}
+
+/// Key classes are numbers a kernel indexes a table by: numbered from anywhere (huge ones
+/// included, which the kernel takes as no class), the masks stay the same.
+#[test]
+fn key_masks_do_not_depend_on_how_classes_are_numbered() {
+    let t = tok("llama3");
+    for case in cases().iter().filter(|c| c.name == "open object") {
+        let g = grammar(&case.schema);
+        for text in case.valid {
+            let walk = record(&t, &g, text, &mut MaskCache::new(0));
+            for offset in [7, u32::MAX - 3] {
+                let rec = Numbered {
+                    m: Matcher::new(g.clone()),
+                    offset,
+                };
+                let mut s = Session::new(t.flat.clone(), rec);
+                for (i, &id) in walk.tokens.iter().enumerate() {
+                    let mut m = FixedBitSet::new();
+                    let got = s.mask(&mut MaskCache::new(0), &mut m).map(|_| m);
+                    same(&t, &got, &walk.masks[i], &|| {
+                        format!("{text}: token {i}, classes from {offset}")
+                    });
+                    s.commit(id).unwrap();
+                }
+            }
+        }
+    }
+}

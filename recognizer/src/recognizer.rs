@@ -60,11 +60,12 @@ pub trait Recognizer {
 
     /// In lexeme-only mode, inside an object key at a character boundary outside an escape:
     /// the class of what ending the key here leads to, as a small number (a kernel may index a
-    /// table by it). Within one walk (the bytes pushed since lexeme-only mode was turned on
-    /// differ, the state before them does not), two positions of the same class must accept
-    /// the same byte strings that start with the closing [`QUOTE`] and hold at most one more
-    /// quote: the key's content may still matter after that (a later key of the same object
-    /// must differ from it), and the kernel walks tokens with more quotes in full.
+    /// table by it; `mask-kernel` takes numbers from 65,536 up as no class). Within one walk
+    /// (the bytes pushed since lexeme-only mode was turned on differ, the state before them
+    /// does not), two positions of the same class must accept the same byte strings that start
+    /// with the closing [`QUOTE`] and hold at most one more quote: the key's content may still
+    /// matter after that (a later key of the same object must differ from it), and the kernel
+    /// walks tokens with more quotes in full.
     ///
     /// `None` when no class is known; the kernel then walks the tokens that end the key with
     /// the full recognizer.
