@@ -196,10 +196,41 @@ impl Kernel {
         let saved = std::fs::create_dir_all(dir)
             .map_err(|e| io_error(dir, &e))
             .and_then(|()| kernel.save_with(&path, &fingerprint));
-        if let Err(e) = saved {
-            tracing::warn!(error = %e, "cannot keep the kernel tables");
+        match saved {
+            Ok(()) => remove_other_formats(&path),
+            Err(e) => tracing::warn!(error = %e, "cannot keep the kernel tables"),
         }
         Ok((kernel, false))
+    }
+}
+
+/// Removes the files beside `path` that hold the same tables in another format version (this
+/// build neither reads nor writes them again). Failures are logged, never errors.
+fn remove_other_formats(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) else {
+        return;
+    };
+    // `kernel-<kind>-<fingerprint>.v<format>.bin`: the same name up to the version.
+    let Some(stem) = name.strip_suffix(&format!("{FORMAT}.bin")) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let other = entry.file_name();
+        let Some(version) = other
+            .to_str()
+            .and_then(|o| o.strip_prefix(stem))
+            .and_then(|rest| rest.strip_suffix(".bin"))
+        else {
+            continue;
+        };
+        if version.parse::<u32>().is_ok_and(|v| v != FORMAT)
+            && let Err(e) = std::fs::remove_file(entry.path())
+        {
+            tracing::debug!(error = %e, "cannot remove tables of another format");
+        }
     }
 }
 

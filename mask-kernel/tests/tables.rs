@@ -42,6 +42,30 @@ fn tables_are_read_back_as_built() {
 }
 
 #[test]
+fn tables_of_other_format_versions_are_removed_when_new_ones_are_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let v = vocab("xyz");
+    let path = Kernel::tables_path(dir.path(), &v, TrieKind::Flat);
+    let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+    let (stem, _) = name.rsplit_once(".v").unwrap();
+    let old = dir.path().join(format!("{stem}.v1.bin"));
+    let other_kind = Kernel::tables_path(dir.path(), &v, TrieKind::DoubleArray);
+    let other_vocab = Kernel::tables_path(dir.path(), &vocab("xy"), TrieKind::Flat);
+    let unrelated = dir.path().join(format!("{stem}.vnext.bin"));
+    for f in [&old, &other_kind, &other_vocab, &unrelated] {
+        std::fs::write(f, b"tables").unwrap();
+    }
+    let (_, read) = Kernel::cached(v.clone(), TrieKind::Flat, dir.path()).unwrap();
+    assert!(!read);
+    assert!(path.is_file(), "the tables are written");
+    assert!(!old.exists(), "tables of an older format are removed");
+    // Other tries, other vocabularies and names that are not tables are left.
+    for f in [&other_kind, &other_vocab, &unrelated] {
+        assert!(f.is_file(), "{} is kept", f.display());
+    }
+}
+
+#[test]
 fn tables_of_another_vocabulary_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (vocab("xyz"), vocab("xy"));
