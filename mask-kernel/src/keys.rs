@@ -81,19 +81,15 @@ impl KeyCloses {
                 cut.push((content, suffix, id));
             }
         }
-        let suffixes: BTreeMap<&[u8], u32> = cut
-            .iter()
-            .filter(|c| !c.1.is_empty())
-            .map(|c| (c.1, 0))
-            .collect();
-        let suffixes: BTreeMap<&[u8], u32> = suffixes
-            .into_keys()
-            .enumerate()
-            .map(|(i, s)| (s, i as u32))
-            .collect();
+        // Suffix ids in byte order; the empty suffix has none.
+        let mut suffixes: Vec<&[u8]> = cut.iter().map(|c| c.1).filter(|s| !s.is_empty()).collect();
+        suffixes.sort_unstable();
+        suffixes.dedup();
         let mut by_content: BTreeMap<&[u8], Vec<(u32, TokenId)>> = BTreeMap::new();
         for (content, suffix, id) in cut {
-            let s = suffixes.get(suffix).copied().unwrap_or(NO_SUFFIX);
+            let s = suffixes
+                .binary_search(&suffix)
+                .map_or(NO_SUFFIX, |i| i as u32);
             by_content.entry(content).or_default().push((s, id));
         }
         for list in by_content.values_mut() {
@@ -103,7 +99,7 @@ impl KeyCloses {
         let contents = Vocabulary::new(by_content.keys().copied(), [])?;
         Ok(KeyCloses {
             contents: AnyIndex::new(kind, &contents)?,
-            suffixes: AnyIndex::new(kind, &Vocabulary::new(suffixes.into_keys(), [])?)?,
+            suffixes: AnyIndex::new(kind, &Vocabulary::new(suffixes, [])?)?,
             tokens: by_content.into_values().collect(),
             root,
             multi: AnyIndex::build(kind, vocab, multi)?,

@@ -39,20 +39,22 @@ impl State {
         }
     }
 
+    /// The seen-literal words of `leaf` past the first 64 literals (empty for a leaf with at
+    /// most 64, or that is not an object's).
+    pub(super) fn seen_ext(&self, g: &Grammar, leaf: &Leaf) -> &[u64] {
+        match leaf.spec {
+            LeafSpec::Object(s) if leaf.ext != NONE => {
+                let words = g.obj_specs[s as usize].lits.len().div_ceil(64) - 1;
+                &self.bits[leaf.ext as usize..leaf.ext as usize + words]
+            }
+            _ => &[],
+        }
+    }
+
     /// How many literals `leaf` (an object leaf) has seen.
     pub(super) fn seen_count(&self, g: &Grammar, leaf: &Leaf) -> u32 {
-        let mut n = leaf.seen.count_ones();
-        if leaf.ext != NONE
-            && let LeafSpec::Object(s) = leaf.spec
-        {
-            let words = g.obj_specs[s as usize].lits.len().div_ceil(64) - 1;
-            let ext = leaf.ext as usize;
-            n += self.bits[ext..ext + words]
-                .iter()
-                .map(|w| w.count_ones())
-                .sum::<u32>();
-        }
-        n
+        let ext: u32 = self.seen_ext(g, leaf).iter().map(|w| w.count_ones()).sum();
+        leaf.seen.count_ones() + ext
     }
 
     pub(super) fn mark_seen(&mut self, li: usize, lit: u32) {

@@ -4,6 +4,8 @@
 //! pops move along a path of [`LexemeWalk`] nodes instead of writing the journal, and each
 //! node's successors are learnt once per string or key.
 
+use std::sync::Arc;
+
 use super::decode::{Decoded, decode, feed_core, needed_only};
 use super::state::{Core, LexKind, Mode, Role, State};
 use super::viability::DeadSinks;
@@ -77,28 +79,88 @@ pub(super) struct LexemeWalk {
     /// Keys: per node, its class (`UNSEEN` until asked), and the classes by their words.
     pub(super) node_class: Vec<u32>,
     pub(super) classes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
-    /// Bytes that every tracked DFA and the UTF-8 DFA treat alike, outside an escape: a byte's
-    /// successor from a node outside an escape is learnt for its whole group at once. Per
-    /// byte its group (`ALONE` for `"`, `\\` and control characters), and the bytes of group
-    /// `i` at `group_bytes[group_start[i]..group_start[i + 1]]`.
-    pub(super) group: Vec<u16>,
-    pub(super) group_bytes: Vec<u8>,
-    pub(super) group_start: Vec<u16>,
-    /// The groups are those of the current DFAs (worked out on the first successor learnt).
-    pub(super) grouped: bool,
+    /// The byte groups of the tracked DFAs, once a successor was learnt (`None` until then).
+    pub(super) groups: Option<Arc<Groups>>,
     /// Groups by DFAs, as worked out before (at most [`GROUPS_KEPT`] sets of DFAs).
-    pub(super) group_memo: rustc_hash::FxHashMap<Box<[DfaId]>, Groups>,
+    pub(super) group_memo: rustc_hash::FxHashMap<Box<[DfaId]>, Arc<Groups>>,
 }
 
-/// The byte groups of one set of DFAs: per byte its group, the bytes by group, and where each
-/// group starts.
-pub(super) type Groups = (Box<[u16]>, Box<[u8]>, Box<[u16]>);
+/// The bytes that the UTF-8 DFA and every one of a set of DFAs treat alike, outside an escape:
+/// a byte's successor from a walker node outside an escape holds for its whole group.
+#[derive(Debug)]
+pub(super) struct Groups {
+    /// Per byte its group (`ALONE` for `"`, `\\` and control characters).
+    group: [u16; 256],
+    /// The bytes of group `i` at `bytes[start[i]..start[i + 1]]`.
+    bytes: Vec<u8>,
+    start: Vec<u16>,
+}
 
 /// Most sets of DFAs whose byte groups a walker keeps.
 const GROUPS_KEPT: usize = 256;
 
-/// In [`LexemeWalk::group`]: a byte learnt on its own.
+/// In [`Groups::group`]: a byte learnt on its own.
 const ALONE: u16 = u16::MAX;
+
+impl Groups {
+    /// The groups of `dfas`, refined one DFA at a time: a byte's group is its previous group
+    /// and its class.
+    fn new(g: &Grammar, dfas: &[DfaId]) -> Groups {
+        let utf8 = g.dfa(g.utf8);
+        let mut ids: rustc_hash::FxHashMap<(u16, u8), u16> = rustc_hash::FxHashMap::default();
+        let mut group = [ALONE; 256];
+        let plain = |b: u8| b != b'"' && b != b'\\' && b >= 0x20;
+        for b in (0..=255u8).filter(|&b| plain(b)) {
+            // A continuation byte adds no code point.
+            let start = u8::from((0x80..0xC0).contains(&b));
+            let next = ids.len() as u16;
+            group[b as usize] = *ids.entry((start as u16, utf8.class_of(b))).or_insert(next);
+        }
+        for &dfa in dfas {
+            let dfa = g.dfa(dfa);
+            ids.clear();
+            for b in (0..=255u8).filter(|&b| plain(b)) {
+                let next = ids.len() as u16;
+                let key = (group[b as usize], dfa.class_of(b));
+                group[b as usize] = *ids.entry(key).or_insert(next);
+            }
+        }
+        let groups = group
+            .iter()
+            .filter(|&&i| i != ALONE)
+            .max()
+            .map_or(0, |&i| i as usize + 1);
+        let mut start = vec![0u16; groups + 1];
+        for &i in group.iter().filter(|&&i| i != ALONE) {
+            start[i as usize + 1] += 1;
+        }
+        for i in 0..groups {
+            start[i + 1] += start[i];
+        }
+        let mut bytes = vec![0u8; start[groups] as usize];
+        let mut fill = start.clone();
+        for b in 0..=255u8 {
+            let i = group[b as usize];
+            if i != ALONE {
+                bytes[fill[i as usize] as usize] = b;
+                fill[i as usize] += 1;
+            }
+        }
+        Groups {
+            group,
+            bytes,
+            start,
+        }
+    }
+
+    /// The bytes of `b`'s group (empty when it is learnt on its own).
+    fn same_as(&self, b: u8) -> &[u8] {
+        match self.group[b as usize] {
+            ALONE => &[],
+            i => &self.bytes[self.start[i as usize] as usize..self.start[i as usize + 1] as usize],
+        }
+    }
+}
 
 impl LexemeWalk {
     /// Drops the nodes, their successors and the viability memos.
@@ -113,82 +175,18 @@ impl LexemeWalk {
         self.classes.clear();
     }
 
-    /// Makes the byte groups those of the tracked DFAs (see [`LexemeWalk::group`]).
+    /// Works out the byte groups of the tracked DFAs (see [`Groups`]) when they are not yet.
     fn ensure_groups(&mut self, g: &Grammar) {
-        if self.grouped {
-            return;
-        }
-        self.grouped = true;
-        if let Some((group, bytes, start)) = self.group_memo.get(&self.dfas[..]) {
-            self.group.clear();
-            self.group.extend_from_slice(group);
-            self.group_bytes.clear();
-            self.group_bytes.extend_from_slice(bytes);
-            self.group_start.clear();
-            self.group_start.extend_from_slice(start);
-            return;
-        }
-        self.group_bytes(g);
-        if self.group_memo.len() >= GROUPS_KEPT {
-            self.group_memo.clear();
-        }
-        let groups = (
-            self.group.as_slice().into(),
-            self.group_bytes.as_slice().into(),
-            self.group_start.as_slice().into(),
-        );
-        self.group_memo.insert(self.dfas.as_slice().into(), groups);
-    }
-
-    /// Groups the bytes that the UTF-8 DFA and every tracked DFA treat alike (see
-    /// [`LexemeWalk::group`]).
-    fn group_bytes(&mut self, g: &Grammar) {
-        let utf8 = g.dfa(g.utf8);
-        // Refined one DFA at a time: a byte's group is its previous group and its class.
-        let mut ids: rustc_hash::FxHashMap<(u16, u8), u16> = rustc_hash::FxHashMap::default();
-        let mut group = [ALONE; 256];
-        let plain = |b: u8| b != b'"' && b != b'\\' && b >= 0x20;
-        for b in (0..=255u8).filter(|&b| plain(b)) {
-            // A continuation byte adds no code point.
-            let start = u8::from((0x80..0xC0).contains(&b));
-            let next = ids.len() as u16;
-            group[b as usize] = *ids.entry((start as u16, utf8.class_of(b))).or_insert(next);
-        }
-        for &dfa in &self.dfas {
-            let dfa = g.dfa(dfa);
-            ids.clear();
-            for b in (0..=255u8).filter(|&b| plain(b)) {
-                let next = ids.len() as u16;
-                let key = (group[b as usize], dfa.class_of(b));
-                group[b as usize] = *ids.entry(key).or_insert(next);
+        if self.groups.is_none() {
+            if self.group_memo.len() >= GROUPS_KEPT {
+                self.group_memo.clear();
             }
+            let groups = self
+                .group_memo
+                .entry(self.dfas.as_slice().into())
+                .or_insert_with(|| Arc::new(Groups::new(g, &self.dfas)));
+            self.groups = Some(groups.clone());
         }
-        let groups = group
-            .iter()
-            .filter(|&&i| i != ALONE)
-            .max()
-            .map_or(0, |&i| i + 1);
-        self.group_start.clear();
-        self.group_start.resize(groups as usize + 1, 0);
-        for &i in group.iter().filter(|&&i| i != ALONE) {
-            self.group_start[i as usize + 1] += 1;
-        }
-        for i in 0..groups as usize {
-            self.group_start[i + 1] += self.group_start[i];
-        }
-        self.group_bytes.clear();
-        self.group_bytes
-            .resize(self.group_start[groups as usize] as usize, 0);
-        let mut fill = self.group_start.clone();
-        for b in 0..=255u8 {
-            let i = group[b as usize];
-            if i != ALONE {
-                self.group_bytes[fill[i as usize] as usize] = b;
-                fill[i as usize] += 1;
-            }
-        }
-        self.group.clear();
-        self.group.extend_from_slice(&group);
     }
 
     /// The node of decoder `core` and the DFA states at `states[from..from + idx.len()]`,
@@ -250,14 +248,10 @@ impl State {
             REFUSED
         };
         // Outside an escape, the bytes of `b`'s group have the same successor.
-        walk.ensure_groups(g);
-        let group = walk.group[b as usize];
-        if walk.node_core[at].esc == 0 && group != ALONE {
-            let (from, to) = (
-                walk.group_start[group as usize],
-                walk.group_start[group as usize + 1],
-            );
-            for &c in &walk.group_bytes[from as usize..to as usize] {
+        if walk.node_core[at].esc == 0 {
+            walk.ensure_groups(g);
+            let groups = walk.groups.as_deref().expect("worked out");
+            for &c in groups.same_as(b) {
                 walk.next[at * 256 + c as usize] = next;
             }
         }
@@ -517,7 +511,7 @@ impl State {
         walk.path.clear();
         if walk.learnt_serial != Some(st.lex.serial) || walk.learnt_idx != walk.idx {
             walk.forget();
-            walk.grouped = false;
+            walk.groups = None;
             walk.learnt_serial = Some(st.lex.serial);
             walk.learnt_idx.clone_from(&walk.idx);
         }

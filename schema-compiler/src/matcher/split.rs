@@ -6,7 +6,7 @@
 //! continuations.
 
 use super::Matcher;
-use super::state::{FrameKind, LexKind, Mode, NONE, Role};
+use super::state::{FrameKind, LexKind, Mode, Role};
 use super::viability::{DeadSinks, every};
 use recognizer::{Close, LEVELS, Split, TOP_LEVEL};
 
@@ -310,13 +310,8 @@ impl Matcher {
                 (leaf.seen >> 32) as u32,
                 leaf.key_state,
             ]);
-            if leaf.ext != NONE
-                && let LeafSpec::Object(s) = leaf.spec
-            {
-                let words = self.g.obj_specs[s as usize].lits.len().div_ceil(64) - 1;
-                for w in &st.bits[leaf.ext as usize..leaf.ext as usize + words] {
-                    key.extend([*w as u32, (*w >> 32) as u32]);
-                }
+            for w in st.seen_ext(&self.g, leaf) {
+                key.extend([*w as u32, (*w >> 32) as u32]);
             }
         }
         if self.g.needs_hash {
