@@ -20,13 +20,20 @@ pub struct Kernel {
     trie: AnyIndex,
     /// The tokens containing `"`: the only ones that can leave a string.
     quote_trie: AnyIndex,
-    /// The distinct byte strings that follow the first `"` of a token whose bytes before it
-    /// are plain string content (id = index into `close_tokens`); empty suffixes excluded.
+    /// The distinct byte strings that follow the first unescaped `"` of a token whose bytes
+    /// before it are string content that a quote may end (id = index into `close_tokens`);
+    /// empty suffixes excluded.
     close_trie: AnyIndex,
-    /// Per suffix: (code points before the quote, token), sorted by code points.
+    /// Per suffix: (code points before the quote, token), sorted by code points, of the
+    /// tokens without a backslash before their quote.
     close_tokens: Vec<Vec<(u32, TokenId)>>,
-    /// Tokens ending at their first `"` after plain content: (code points, token), sorted.
+    /// Per suffix, likewise, the tokens with a backslash before their first unescaped quote.
+    close_escaped: Vec<Vec<(u32, TokenId)>>,
+    /// Tokens ending at their first `"`, after content without a backslash: (code points,
+    /// token), sorted.
     close_empty: Vec<(u32, TokenId)>,
+    /// Likewise after content with a backslash.
+    close_escaped_empty: Vec<(u32, TokenId)>,
     /// Tokens with a `"` whose bytes before the first one contain a backslash.
     escaped_quote_trie: AnyIndex,
     /// The tokens that can end an object key, for [`Session`](crate::Session)'s classed walk.
@@ -56,6 +63,32 @@ fn table_levels() -> impl Iterator<Item = u8> {
 /// The index of the tables of `level` in a [`Kernel`] (`None` for the top level).
 fn table_index(level: u8) -> Option<usize> {
     table_levels().position(|l| l == level)
+}
+
+/// The index of the first `"` of `bytes` outside an escape (read as string content from a
+/// character boundary outside an escape). Only meaningful when the bytes before it are string
+/// content: [`closable_content`] checks that.
+fn first_unescaped_quote(bytes: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            QUOTE => return Some(i),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The code points of `content` when it is string content that a quote may end: it ends
+/// outside an escape and on a character boundary (what follows it may then be any character,
+/// which one letter stands for).
+fn closable_content(content: &[u8]) -> Option<u32> {
+    let cp = string_content(content)?;
+    let mut probe = Vec::with_capacity(content.len() + 1);
+    probe.extend_from_slice(content);
+    probe.push(b'x');
+    (string_content(&probe) == Some(cp + 1)).then_some(cp)
 }
 
 /// Cumulative sets of `tokens` (code points, id) by budget: entry `r` holds those of at most
@@ -93,7 +126,9 @@ impl Kernel {
             .filter(|&id| vocab.bytes(id).contains(&QUOTE))
             .collect();
         let quote_trie = AnyIndex::build(kind, &vocab, quote_ids.iter().copied())?;
-        let mut by_suffix: std::collections::BTreeMap<&[u8], Vec<(u32, TokenId)>> =
+        // Per suffix after the closing quote: the tokens without, and with, a backslash before it.
+        type Closing = (Vec<(u32, TokenId)>, Vec<(u32, TokenId)>);
+        let mut by_suffix: std::collections::BTreeMap<&[u8], Closing> =
             std::collections::BTreeMap::new();
         let mut escaped = Vec::new();
         for &id in &quote_ids {
@@ -102,28 +137,35 @@ impl Kernel {
                 .iter()
                 .position(|&b| b == QUOTE)
                 .expect("contains a quote");
-            let (p, s) = (&bytes[..q], &bytes[q + 1..]);
-            if p.contains(&b'\\') {
+            if bytes[..q].contains(&b'\\') {
                 escaped.push(id);
+                // Those whose every quote is escaped are in the string-content sets.
+                if let Some(q) = first_unescaped_quote(bytes) {
+                    let (p, s) = (&bytes[..q], &bytes[q + 1..]);
+                    if let Some(cp) = closable_content(p) {
+                        by_suffix.entry(s).or_default().1.push((cp, id));
+                    }
+                }
                 continue;
             }
-            // Plain content that ends on a character boundary; anything else cannot close a
-            // string.
-            if std::str::from_utf8(p).is_err() {
-                continue;
-            }
-            if let Some(cp) = string_content(p) {
-                by_suffix.entry(s).or_default().push((cp, id));
+            let (p, s) = (&bytes[..q], &bytes[q + 1..]);
+            if let Some(cp) = closable_content(p) {
+                by_suffix.entry(s).or_default().0.push((cp, id));
             }
         }
-        let mut close_empty = by_suffix.remove(&b""[..]).unwrap_or_default();
+        let (mut close_empty, mut close_escaped_empty) =
+            by_suffix.remove(&b""[..]).unwrap_or_default();
         close_empty.sort_unstable();
+        close_escaped_empty.sort_unstable();
         let mut suffixes: Vec<&[u8]> = Vec::with_capacity(by_suffix.len());
         let mut close_tokens = Vec::with_capacity(by_suffix.len());
-        for (s, mut toks) in by_suffix {
-            toks.sort_unstable();
+        let mut close_escaped = Vec::with_capacity(by_suffix.len());
+        for (s, (mut plain, mut with_escapes)) in by_suffix {
+            plain.sort_unstable();
+            with_escapes.sort_unstable();
             suffixes.push(s);
-            close_tokens.push(toks);
+            close_tokens.push(plain);
+            close_escaped.push(with_escapes);
         }
         let suffix_vocab = Vocabulary::new(suffixes.iter().copied(), [])?;
         let close_trie = AnyIndex::new(kind, &suffix_vocab)?;
@@ -163,7 +205,9 @@ impl Kernel {
             quote_trie,
             close_trie,
             close_tokens,
+            close_escaped,
             close_empty,
+            close_escaped_empty,
             escaped_quote_trie,
             keys,
             by_budget,
@@ -186,14 +230,17 @@ impl Kernel {
         let ids = self
             .close_tokens
             .iter()
+            .chain(&self.close_escaped)
             .flatten()
             .chain(&self.close_empty)
+            .chain(&self.close_escaped_empty)
             .map(|&(_, id)| id)
             .chain(self.eos.iter().copied());
         sets.into_iter().all(|(set, _)| set.len() == n)
             && ids.into_iter().all(|id| id.as_usize() < n)
             && self.keys.fit(n)
             && self.close_trie.num_tokens() == self.close_tokens.len()
+            && self.close_escaped.len() == self.close_tokens.len()
             && self.by_level.len() == LEVELS.len() - 1
             && self.outside.len() == LEVELS.len() - 1
     }
@@ -223,14 +270,27 @@ impl Kernel {
         &self.close_trie
     }
 
-    /// Tokens by suffix id, with the code points before their quote.
-    pub(crate) fn close_tokens(&self, suffix: TokenId) -> &[(u32, TokenId)] {
-        &self.close_tokens[suffix.as_usize()]
+    /// Tokens by suffix id, with the code points before their quote: those without a backslash
+    /// before it, and with `escapes` also those with one.
+    pub(crate) fn close_tokens(&self, suffix: TokenId, escapes: bool) -> [&[(u32, TokenId)]; 2] {
+        let i = suffix.as_usize();
+        [
+            &self.close_tokens[i],
+            if escapes { &self.close_escaped[i] } else { &[] },
+        ]
     }
 
-    /// Tokens that end at their first quote, with the code points before it.
-    pub(crate) fn close_empty(&self) -> &[(u32, TokenId)] {
-        &self.close_empty
+    /// Tokens that end at their first unescaped quote, with the code points before it: those
+    /// without a backslash before it, and with `escapes` also those with one.
+    pub(crate) fn close_empty(&self, escapes: bool) -> [&[(u32, TokenId)]; 2] {
+        [
+            &self.close_empty,
+            if escapes {
+                &self.close_escaped_empty
+            } else {
+                &[]
+            },
+        ]
     }
 
     /// The tokens whose content before the first quote has a backslash.
@@ -333,6 +393,9 @@ impl Kernel {
             + self.quote_trie.memory_bytes()
             + self.close_trie.memory_bytes()
             + self.escaped_quote_trie.memory_bytes()
+            + (self.close_escaped.iter().map(Vec::len).sum::<usize>()
+                + self.close_escaped_empty.len())
+                * std::mem::size_of::<(u32, TokenId)>()
             + self.keys.memory_bytes()
             + self.by_budget.iter().map(|b| b.0.len() / 8).sum::<usize>()
             + self

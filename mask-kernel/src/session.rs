@@ -9,7 +9,7 @@ use crate::cache::{Base, MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
 use crate::keys::NO_SUFFIX;
-use recognizer::{Close, QUOTE, Recognizer, Split};
+use recognizer::{Close, QUOTE, Recognizer, Split, TOP_LEVEL};
 
 /// What one [`Session::mask`] call did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -560,10 +560,19 @@ impl<R: Recognizer> Session<R> {
                 }
                 match split {
                     Split::StringContent {
-                        close: Some(close), ..
+                        close: Some(close),
+                        level,
+                        ..
                     } => {
-                        stats.nodes += self.close_once(&kernel, close, out);
-                        stats.nodes += self.walk_quotes(kernel.escaped_quote_trie(), out);
+                        // At the top level every escape is content: the tokens with one before
+                        // their first unescaped quote close the string like the others, by
+                        // their lengths, and those whose every quote is escaped are in the
+                        // precomputed set.
+                        let escapes = level == TOP_LEVEL;
+                        stats.nodes += self.close_once(&kernel, close, escapes, out);
+                        if !escapes {
+                            stats.nodes += self.walk_quotes(kernel.escaped_quote_trie(), out);
+                        }
                     }
                     Split::KeyContent => match self.close_by_class(&kernel, out) {
                         Some(nodes) => stats.nodes += nodes,
@@ -753,8 +762,14 @@ impl<R: Recognizer> Session<R> {
 
     /// Closes the string once (after the [filler](Close::filler) of `lo` code points) and
     /// walks the suffixes that can follow; adds every token `content"suffix` whose content has
-    /// `lo..=hi` code points.
-    fn close_once(&mut self, kernel: &Kernel, close: Close, out: &mut FixedBitSet) -> u64 {
+    /// `lo..=hi` code points, and has no backslash unless `escapes`.
+    fn close_once(
+        &mut self,
+        kernel: &Kernel,
+        close: Close,
+        escapes: bool,
+        out: &mut FixedBitSet,
+    ) -> u64 {
         let Close { lo, hi } = close;
         if lo > hi {
             return 0;
@@ -770,16 +785,18 @@ impl<R: Recognizer> Session<R> {
         let mut nodes = 0;
         if self.rec.try_push_byte(QUOTE) {
             pushed += 1;
-            let add = |out: &mut FixedBitSet, tally: &mut Tally, list: &[(u32, TokenId)]| {
-                let from = list.partition_point(|&(cp, _)| cp < lo);
-                for &(cp, id) in &list[from..] {
-                    if cp > hi {
-                        break;
+            let add = |out: &mut FixedBitSet, tally: &mut Tally, lists: [&[(u32, TokenId)]; 2]| {
+                for list in lists {
+                    let from = list.partition_point(|&(cp, _)| cp < lo);
+                    for &(cp, id) in &list[from..] {
+                        if cp > hi {
+                            break;
+                        }
+                        tally.insert(out, id.as_usize());
                     }
-                    tally.insert(out, id.as_usize());
                 }
             };
-            add(out, &mut self.tally, kernel.close_empty());
+            add(out, &mut self.tally, kernel.close_empty(escapes));
             let mut hits = std::mem::take(&mut self.hits);
             hits.clear();
             let mut v = Suffixes {
@@ -790,7 +807,7 @@ impl<R: Recognizer> Session<R> {
             kernel.close_trie().walk(&mut v);
             nodes = v.nodes;
             for &suffix in &hits {
-                add(out, &mut self.tally, kernel.close_tokens(suffix));
+                add(out, &mut self.tally, kernel.close_tokens(suffix, escapes));
             }
             self.hits = hits;
         }

@@ -208,6 +208,15 @@ pub(super) fn escape_outcomes(
     if k == 0 {
         return (Vec::new(), usize::from(n > 0));
     }
+    // A byte that every DFA classes like the byte before it leads every tuple where that byte
+    // does: within a range, only the first byte of each such run is followed.
+    let mut like_prev = [false; 256];
+    for b in 1..=255u8 {
+        like_prev[b as usize] = dfas.iter().all(|&d| {
+            let dfa = g.dfa(d);
+            dfa.class_of(b) == dfa.class_of(b - 1)
+        });
+    }
     let mut found: Vec<u32> = Vec::new();
     let mut cur: Vec<u32> = Vec::new();
     let mut next: Vec<u32> = Vec::new();
@@ -223,6 +232,9 @@ pub(super) fn escape_outcomes(
                 next.clear();
                 for t in cur.chunks(k) {
                     for b in r.start..=r.end {
+                        if b > r.start && like_prev[b as usize] {
+                            continue;
+                        }
                         for j in 0..k {
                             tuple[j] = if t[j] == DEAD {
                                 DEAD
