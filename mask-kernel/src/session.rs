@@ -132,19 +132,51 @@ fn load(kernel: &Kernel, stored: &Stored, out: &mut FixedBitSet) {
     }
 }
 
+/// The first bytes a walk from the recognizer's current state may take (see
+/// [`Recognizer::next_bytes_hint`]): those the recognizer is asked about.
+#[derive(Debug, Clone, Copy)]
+struct FirstBytes {
+    hint: Option<[u64; 4]>,
+    /// Accepted pushes not yet popped.
+    depth: usize,
+}
+
+impl FirstBytes {
+    fn of<R: Recognizer>(rec: &R) -> FirstBytes {
+        FirstBytes {
+            hint: rec.next_bytes_hint(),
+            depth: 0,
+        }
+    }
+
+    /// Whether `byte` is refused without asking the recognizer.
+    #[inline(always)]
+    fn skips(&self, byte: u8) -> bool {
+        self.depth == 0
+            && self
+                .hint
+                .is_some_and(|h| h[(byte / 64) as usize] >> (byte % 64) & 1 == 0)
+    }
+}
+
 /// Walks a trie, pushing bytes into the recognizer and collecting accepted tokens.
 struct Walk<'a, R> {
     rec: &'a mut R,
     mask: &'a mut FixedBitSet,
     tally: &'a mut Tally,
+    first: FirstBytes,
     nodes: u64,
 }
 
 impl<R: Recognizer> TrieVisitor for Walk<'_, R> {
     #[inline(always)]
     fn push_byte(&mut self, byte: u8) -> bool {
+        if self.first.skips(byte) {
+            return false;
+        }
         let ok = self.rec.try_push_byte(byte);
         self.nodes += ok as u64;
+        self.first.depth += ok as usize;
         ok
     }
 
@@ -152,6 +184,7 @@ impl<R: Recognizer> TrieVisitor for Walk<'_, R> {
     fn pop_bytes(&mut self, n: usize) {
         if n > 0 {
             self.rec.pop_bytes(n);
+            self.first.depth -= n;
         }
     }
 
@@ -267,19 +300,37 @@ impl<R: Recognizer> TrieVisitor for Replay<'_, R> {
 struct Suffixes<'a, R> {
     rec: &'a mut R,
     hits: &'a mut Vec<TokenId>,
+    first: FirstBytes,
     nodes: u64,
+}
+
+impl<'a, R: Recognizer> Suffixes<'a, R> {
+    fn new(rec: &'a mut R, hits: &'a mut Vec<TokenId>) -> Self {
+        let first = FirstBytes::of(rec);
+        Suffixes {
+            rec,
+            hits,
+            first,
+            nodes: 0,
+        }
+    }
 }
 
 impl<R: Recognizer> TrieVisitor for Suffixes<'_, R> {
     fn push_byte(&mut self, byte: u8) -> bool {
+        if self.first.skips(byte) {
+            return false;
+        }
         let ok = self.rec.try_push_byte(byte);
         self.nodes += ok as u64;
+        self.first.depth += ok as usize;
         ok
     }
 
     fn pop_bytes(&mut self, n: usize) {
         if n > 0 {
             self.rec.pop_bytes(n);
+            self.first.depth -= n;
         }
     }
 
@@ -384,10 +435,12 @@ fn walk<R: Recognizer>(
     mask: &mut FixedBitSet,
     tally: &mut Tally,
 ) -> u64 {
+    let first = FirstBytes::of(rec);
     let mut w = Walk {
         rec,
         mask,
         tally,
+        first,
         nodes: 0,
     };
     trie.walk(&mut w);
@@ -722,11 +775,7 @@ impl<R: Recognizer> Session<R> {
             if quote {
                 pushed += 1;
                 hits.clear();
-                let mut v = Suffixes {
-                    rec: &mut self.rec,
-                    hits: &mut hits,
-                    nodes: 0,
-                };
+                let mut v = Suffixes::new(&mut self.rec, &mut hits);
                 keys.suffixes().walk(&mut v);
                 nodes += v.nodes;
                 for &suffix in &hits {
@@ -799,11 +848,7 @@ impl<R: Recognizer> Session<R> {
             add(out, &mut self.tally, kernel.close_empty(escapes));
             let mut hits = std::mem::take(&mut self.hits);
             hits.clear();
-            let mut v = Suffixes {
-                rec: &mut self.rec,
-                hits: &mut hits,
-                nodes: 0,
-            };
+            let mut v = Suffixes::new(&mut self.rec, &mut hits);
             kernel.close_trie().walk(&mut v);
             nodes = v.nodes;
             for &suffix in &hits {

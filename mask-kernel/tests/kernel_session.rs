@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use kernel_support::cases::cases;
 use kernel_support::{
-    Rng, Tok, brute_forced, diff, grammar, grammar_with, recognizer_at, spelled, tok,
+    Rng, Tok, brute_forced, diff, grammar, grammar_with, next_bytes, recognizer_at, spelled, tok,
 };
 use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
 use proptest::prelude::*;
@@ -61,13 +61,10 @@ fn a_key_that_may_be_escaped_is_not_forced() {
     assert_eq!(s.forced_bytes(64), br#"{""#);
 }
 
-/// At every prefix of every valid instance, under each whitespace policy (spelled as the
-/// policy spells it: pretty-printed under `Pretty`, where indentation is forced).
-#[test]
-fn forced_bytes_equal_the_brute_force_at_every_prefix() {
-    let t = tok("llama3");
-    let mut checked = 0;
-    let mut nonempty = 0;
+/// Calls `f` with the case, its grammar and each prefix of each valid instance, under each
+/// whitespace policy (spelled as the policy spells it: pretty-printed under `Pretty`, where
+/// indentation is forced).
+fn each_prefix(mut f: impl FnMut(&str, &Arc<Grammar>, &[u8])) {
     let flexible = Whitespace::Flexible {
         max_newlines: 1,
         max_spaces: 16,
@@ -78,26 +75,61 @@ fn forced_bytes_equal_the_brute_force_at_every_prefix() {
             for text in case.valid {
                 let text = spelled(text, ws);
                 for i in 0..=text.len() {
-                    let prefix = &text.as_bytes()[..i];
-                    let mut s = Session::new(t.flat.clone(), recognizer_at(&g, prefix));
-                    for max in [1, 2, 64] {
-                        let want = brute_forced(&g, prefix, max);
-                        let got = s.forced_bytes(max);
-                        assert_eq!(
-                            String::from_utf8_lossy(&got),
-                            String::from_utf8_lossy(&want),
-                            "{} after {:?}, max {max}",
-                            case.name,
-                            String::from_utf8_lossy(prefix)
-                        );
-                        assert_eq!(s.recognizer().len(), prefix.len());
-                        nonempty += !got.is_empty() as usize;
-                        checked += 1;
-                    }
+                    f(case.name, &g, &text.as_bytes()[..i]);
                 }
             }
         }
     }
+}
+
+/// The matcher's hint of the next bytes holds every byte it accepts, at every prefix.
+#[test]
+fn next_bytes_hints_hold_every_accepted_byte() {
+    let (mut hinted, mut checked) = (0, 0);
+    each_prefix(|name, g, prefix| {
+        let m = recognizer_at(g, prefix);
+        checked += 1;
+        let Some(hint) = m.next_bytes_hint() else {
+            return;
+        };
+        hinted += 1;
+        for b in next_bytes(&m) {
+            assert!(
+                hint[(b / 64) as usize] >> (b % 64) & 1 == 1,
+                "{name} after {:?}: {:?} is accepted but not in the hint",
+                String::from_utf8_lossy(prefix),
+                b as char
+            );
+        }
+    });
+    assert!(
+        hinted * 4 > checked,
+        "most structural prefixes have a hint ({hinted} of {checked})"
+    );
+}
+
+/// At every prefix, forced bytes are those trying every byte finds.
+#[test]
+fn forced_bytes_equal_the_brute_force_at_every_prefix() {
+    let t = tok("llama3");
+    let mut checked = 0;
+    let mut nonempty = 0;
+    each_prefix(|name, g, prefix| {
+        let mut s = Session::new(t.flat.clone(), recognizer_at(g, prefix));
+        for max in [1, 2, 64] {
+            let want = brute_forced(g, prefix, max);
+            let got = s.forced_bytes(max);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(&want),
+                "{name} after {:?}, max {max}",
+                String::from_utf8_lossy(prefix)
+            );
+            assert_eq!(s.recognizer().len(), prefix.len());
+            nonempty += !got.is_empty() as usize;
+            checked += 1;
+        }
+    });
     eprintln!("forced bytes: {checked} checks, {nonempty} with forced bytes");
     assert!(nonempty > 100, "the cases have forced bytes ({nonempty})");
 }

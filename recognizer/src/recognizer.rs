@@ -54,6 +54,15 @@ pub trait Recognizer {
         None
     }
 
+    /// A superset of the bytes [`Recognizer::try_push_byte`] may accept next, as a set of 256
+    /// bits (byte `b` is bit `b % 64` of word `b / 64`), when one is cheap to give; `None`
+    /// otherwise. A kernel refuses the other bytes without asking, which saves the recognizer
+    /// from refusing them one by one where most of a trie's first bytes cannot follow (after a
+    /// key, between members, at the start of a value).
+    fn next_bytes_hint(&self) -> Option<[u64; 4]> {
+        None
+    }
+
     /// Turns lexeme-only mode on or off. While on, `try_push_byte` refuses every byte that
     /// would end the current string (a [`QUOTE`] outside an escape).
     fn set_lexeme_only(&mut self, _on: bool) {}

@@ -40,6 +40,10 @@ impl Recognizer for Matcher {
         Matcher::completion(self, max_len)
     }
 
+    fn next_bytes_hint(&self) -> Option<[u64; 4]> {
+        Matcher::next_bytes_hint(self)
+    }
+
     fn set_lexeme_only(&mut self, on: bool) {
         Matcher::set_lexeme_only(self, on)
     }

@@ -216,6 +216,15 @@ impl Matcher {
         self.state.set_lexeme_only(&self.g, on);
     }
 
+    /// A superset of the bytes [`Matcher::try_push_byte`] may accept next (see
+    /// [`recognizer::Recognizer::next_bytes_hint`]), from the syntax alone: between tokens of
+    /// JSON, the bytes the phase of the innermost container takes and white space; in a
+    /// number or a literal, the bytes that continue or end it. `None` inside a string or key,
+    /// in lexeme-only mode, and after a container closed inside a value.
+    pub fn next_bytes_hint(&self) -> Option<[u64; 4]> {
+        self.state.next_bytes_hint()
+    }
+
     /// In lexeme-only mode inside a key, at a character boundary outside an escape: the class
     /// of what ending the key here leads to (see [`recognizer::Recognizer::close_class`]), by
     /// the match set each tracked leaf's key DFA is in. Ending the key resolves each object

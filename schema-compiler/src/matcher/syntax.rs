@@ -48,7 +48,55 @@ pub(super) fn pretty_gap_done(f: &Frame, b: u8) -> bool {
     }
 }
 
+/// The bytes of `set` as a 256-bit set.
+const fn byte_set(set: &[u8]) -> [u64; 4] {
+    let mut out = [0u64; 4];
+    let mut i = 0;
+    while i < set.len() {
+        out[(set[i] / 64) as usize] |= 1 << (set[i] % 64);
+        i += 1;
+    }
+    out
+}
+
+const fn union(a: [u64; 4], b: [u64; 4]) -> [u64; 4] {
+    [a[0] | b[0], a[1] | b[1], a[2] | b[2], a[3] | b[3]]
+}
+
+const SPACE: [u64; 4] = byte_set(b" \t\n\r");
+/// What may start a value (see [`Kind::of_first_byte`]), or follow a number or literal.
+const VALUE_START: [u64; 4] = union(SPACE, byte_set(b"ntf-0123456789\"[{"));
+const AFTER_PRIMITIVE: [u64; 4] = union(SPACE, byte_set(b",}]"));
+const IN_NUMBER: [u64; 4] = union(AFTER_PRIMITIVE, byte_set(b"0123456789.eE+-"));
+const IN_LITERAL: [u64; 4] = union(AFTER_PRIMITIVE, byte_set(b"abcdefghijklmnopqrstuvwxyz"));
+
 impl State {
+    /// See [`super::Matcher::next_bytes_hint`]: the bytes [`State::step`] can take, by the lexeme
+    /// and the phase it dispatches on.
+    pub(super) fn next_bytes_hint(&self) -> Option<[u64; 4]> {
+        if self.walk.on {
+            return None;
+        }
+        match self.lex.kind {
+            LexKind::Str | LexKind::Key => return None,
+            LexKind::Num => return Some(IN_NUMBER),
+            LexKind::Lit => return Some(IN_LITERAL),
+            LexKind::None => {}
+        }
+        let extra: &[u8] = match self.frames[self.top()].phase {
+            Phase::DocStart | Phase::ObjValue | Phase::ArrValue => return Some(VALUE_START),
+            Phase::ArrOpen => return Some(union(VALUE_START, byte_set(b"]"))),
+            Phase::ObjOpen => b"\"}",
+            Phase::ObjKeyNext => b"\"",
+            Phase::ObjColon => b":",
+            Phase::ObjNext => b",}",
+            Phase::ArrNext => b",]",
+            Phase::DocEnd => b"",
+            Phase::DocValue | Phase::ObjKey | Phase::ObjInValue | Phase::ArrInValue => return None,
+        };
+        Some(union(SPACE, byte_set(extra)))
+    }
+
     pub(super) fn step(&mut self, g: &Grammar, b: u8) -> bool {
         // After a number or literal only these can follow (ending it is costly: a number's
         // bounds are checked on its text), so every other byte is refused at once.
