@@ -132,30 +132,20 @@ fn load(kernel: &Kernel, stored: &Stored, out: &mut FixedBitSet) {
     }
 }
 
-/// The first bytes a walk from the recognizer's current state may take (see
-/// [`Recognizer::next_bytes_hint`]): those the recognizer is asked about.
-#[derive(Debug, Clone, Copy)]
-struct FirstBytes {
-    hint: Option<[u64; 4]>,
-    /// Accepted pushes not yet popped.
-    depth: usize,
-}
-
-impl FirstBytes {
-    fn of<R: Recognizer>(rec: &R) -> FirstBytes {
-        FirstBytes {
-            hint: rec.next_bytes_hint(),
-            depth: 0,
+/// Walks `trie` with `v`, a visitor over a recognizer whose [hint](Recognizer::next_bytes_hint)
+/// is `hint`: only the root's children whose byte is in it (looked up directly), or every
+/// child without one.
+fn walk_hinted<V: TrieVisitor>(trie: &AnyIndex, hint: Option<[u64; 4]>, v: &mut V) {
+    let Some(hint) = hint else {
+        trie.walk(v);
+        return;
+    };
+    for (w, mut bits) in hint.into_iter().enumerate() {
+        while bits != 0 {
+            let byte = (w * 64) as u8 + bits.trailing_zeros() as u8;
+            bits &= bits - 1;
+            trie.walk_from(&[byte], v);
         }
-    }
-
-    /// Whether `byte` is refused without asking the recognizer.
-    #[inline(always)]
-    fn skips(&self, byte: u8) -> bool {
-        self.depth == 0
-            && self
-                .hint
-                .is_some_and(|h| h[(byte / 64) as usize] >> (byte % 64) & 1 == 0)
     }
 }
 
@@ -164,19 +154,14 @@ struct Walk<'a, R> {
     rec: &'a mut R,
     mask: &'a mut FixedBitSet,
     tally: &'a mut Tally,
-    first: FirstBytes,
     nodes: u64,
 }
 
 impl<R: Recognizer> TrieVisitor for Walk<'_, R> {
     #[inline(always)]
     fn push_byte(&mut self, byte: u8) -> bool {
-        if self.first.skips(byte) {
-            return false;
-        }
         let ok = self.rec.try_push_byte(byte);
         self.nodes += ok as u64;
-        self.first.depth += ok as usize;
         ok
     }
 
@@ -184,7 +169,6 @@ impl<R: Recognizer> TrieVisitor for Walk<'_, R> {
     fn pop_bytes(&mut self, n: usize) {
         if n > 0 {
             self.rec.pop_bytes(n);
-            self.first.depth -= n;
         }
     }
 
@@ -300,37 +284,33 @@ impl<R: Recognizer> TrieVisitor for Replay<'_, R> {
 struct Suffixes<'a, R> {
     rec: &'a mut R,
     hits: &'a mut Vec<TokenId>,
-    first: FirstBytes,
     nodes: u64,
 }
 
-impl<'a, R: Recognizer> Suffixes<'a, R> {
-    fn new(rec: &'a mut R, hits: &'a mut Vec<TokenId>) -> Self {
-        let first = FirstBytes::of(rec);
-        Suffixes {
+impl<R: Recognizer> Suffixes<'_, R> {
+    /// Walks `trie` from the recognizer's current state.
+    fn walk(rec: &mut R, hits: &mut Vec<TokenId>, trie: &AnyIndex) -> u64 {
+        let hint = rec.next_bytes_hint();
+        let mut v = Suffixes {
             rec,
             hits,
-            first,
             nodes: 0,
-        }
+        };
+        walk_hinted(trie, hint, &mut v);
+        v.nodes
     }
 }
 
 impl<R: Recognizer> TrieVisitor for Suffixes<'_, R> {
     fn push_byte(&mut self, byte: u8) -> bool {
-        if self.first.skips(byte) {
-            return false;
-        }
         let ok = self.rec.try_push_byte(byte);
         self.nodes += ok as u64;
-        self.first.depth += ok as usize;
         ok
     }
 
     fn pop_bytes(&mut self, n: usize) {
         if n > 0 {
             self.rec.pop_bytes(n);
-            self.first.depth -= n;
         }
     }
 
@@ -435,15 +415,14 @@ fn walk<R: Recognizer>(
     mask: &mut FixedBitSet,
     tally: &mut Tally,
 ) -> u64 {
-    let first = FirstBytes::of(rec);
+    let hint = rec.next_bytes_hint();
     let mut w = Walk {
         rec,
         mask,
         tally,
-        first,
         nodes: 0,
     };
-    trie.walk(&mut w);
+    walk_hinted(trie, hint, &mut w);
     w.nodes
 }
 
@@ -775,9 +754,7 @@ impl<R: Recognizer> Session<R> {
             if quote {
                 pushed += 1;
                 hits.clear();
-                let mut v = Suffixes::new(&mut self.rec, &mut hits);
-                keys.suffixes().walk(&mut v);
-                nodes += v.nodes;
+                nodes += Suffixes::walk(&mut self.rec, &mut hits, keys.suffixes());
                 for &suffix in &hits {
                     classes.suffixes[c].insert(suffix.as_usize());
                 }
@@ -848,9 +825,7 @@ impl<R: Recognizer> Session<R> {
             add(out, &mut self.tally, kernel.close_empty(escapes));
             let mut hits = std::mem::take(&mut self.hits);
             hits.clear();
-            let mut v = Suffixes::new(&mut self.rec, &mut hits);
-            kernel.close_trie().walk(&mut v);
-            nodes = v.nodes;
+            nodes = Suffixes::walk(&mut self.rec, &mut hits, kernel.close_trie());
             for &suffix in &hits {
                 add(out, &mut self.tally, kernel.close_tokens(suffix, escapes));
             }
