@@ -174,14 +174,16 @@ def accepted_prefix(engine, grammar, seq):
 
 
 def run(engine, grammars, sequences):
-    times = []
+    """Per schema, the time of each step of its sequences."""
+    times = {}
     bitmask = engine.bitmask()
     for name, seq in sequences:
         m = engine.matcher(grammars[name])
+        steps = times.setdefault(name, [])
         for token in seq:
             t0 = time.perf_counter_ns()
             engine.fill(m, bitmask)
-            times.append(time.perf_counter_ns() - t0)
+            steps.append(time.perf_counter_ns() - t0)
             if not engine.accept(m, token):
                 raise AssertionError(f"{engine.name} refused a token of {name} it accepted before")
     return times
@@ -270,8 +272,12 @@ def main():
 
     base = engines[0]
     results = {}
+    per_schema = {}
     for e in engines:
-        results[e.name] = summary(run(e, compiled[e.name], seqs))
+        times = run(e, compiled[e.name], seqs)
+        results[e.name] = summary([t for steps in times.values() for t in steps])
+        for name, steps in times.items():
+            per_schema.setdefault(name, {})[e.name] = percentile(steps, 50) / 1e3
     outer, inner = stencil_inside(base, compiled[base.name], seqs)
     binding = [o - i for o, i in zip(outer, inner)]
     results["stencil_rust_call"] = summary(inner)
@@ -290,8 +296,16 @@ def main():
                 f"stencil / {peer}: p50 {s['p50_us'] / p['p50_us']:.2f}x, "
                 f"p99 {s['p99_us'] / p['p99_us']:.2f}x"
             )
+    peers = [e.name for e in engines[1:]]
+    print(f"\np50 µs per schema\n{'schema':40}" + "".join(f"{e.name:>12}" for e in engines))
+    for name, p50 in per_schema.items():
+        print(f"{name:40}" + "".join(f"{p50[e.name]:>12.2f}" for e in engines))
+    for peer in peers:
+        at_most = sum(p50["stencil"] <= p50[peer] for p50 in per_schema.values())
+        print(f"stencil's p50 at or below {peer}'s on {at_most} of {len(per_schema)} schemas")
     if args.json:
-        Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
+        out = {"args": vars(args), "results": results, "p50_us_per_schema": per_schema}
+        Path(args.json).write_text(json.dumps(out, indent=1))
 
 
 if __name__ == "__main__":
