@@ -134,6 +134,41 @@ fn forced_bytes_equal_the_brute_force_at_every_prefix() {
     assert!(nonempty > 100, "the cases have forced bytes ({nonempty})");
 }
 
+/// A session that commits a valid instance token by token gives, before each token, the mask
+/// a session new at that prefix gives: what a recognizer learns during one mask (about a
+/// string, a key, a number) does not carry over to states it does not hold for.
+#[test]
+fn a_walking_session_masks_as_a_new_one_does() {
+    let mut checked = 0;
+    for name in ["llama3", "gemma3"] {
+        let t = tok(name);
+        for case in cases() {
+            let g = grammar(&case.schema);
+            for text in case.valid {
+                let mut live = Session::new(t.flat.clone(), Matcher::new(g.clone()));
+                let mut prefix = Vec::new();
+                for id in t.encode(text) {
+                    let mut cache = MaskCache::new(0);
+                    let got = mask_of(&mut live, &mut cache);
+                    let mut fresh = Session::new(t.flat.clone(), recognizer_at(&g, &prefix));
+                    let want = mask_of(&mut fresh, &mut cache);
+                    same(&t, &got, &want, &|| {
+                        format!(
+                            "{name} / {} after {:?}",
+                            case.name,
+                            String::from_utf8_lossy(&prefix)
+                        )
+                    });
+                    live.commit(id).expect("a token of a valid instance");
+                    prefix.extend_from_slice(t.vocab.bytes(id));
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 500, "the cases have tokens ({checked})");
+}
+
 type Outcome = Result<FixedBitSet, MaskError>;
 
 fn mask_of(s: &mut Session<Matcher>, cache: &mut MaskCache) -> Outcome {

@@ -146,6 +146,18 @@ pub fn cases() -> Vec<Case> {
             valid: &[r#"{"x":-1.25,"n":120,"m":-35,"f":6.02e23}"#],
         },
         Case {
+            // Each item's number is in the same obligations and states, but once one item is
+            // 12 no other may be: the number ended on trial decides.
+            name: "numbers counted by maxContains",
+            schema: json!({
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0, "maximum": 99},
+                "contains": {"const": 12},
+                "maxContains": 1
+            }),
+            valid: &["[12,5,7]", "[3,12,40]"],
+        },
+        Case {
             name: "nested objects with defaults",
             schema: json!({
                 "type": "object",
