@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use fixedbitset::FixedBitSet;
-use vocab_index::{AnyIndex, NodeId, TokenId, TrieVisitor, VocabIndex};
+use vocab_index::{AnyIndex, TokenId, TrieVisitor, VocabIndex};
 
 use crate::cache::{Base, MaskCache, Stored};
 use crate::error::MaskError;
@@ -215,10 +215,8 @@ impl<R: Recognizer> TrieVisitor for Record<'_, R> {
     fn token(&mut self, _id: TokenId) {}
 }
 
-/// The second pass of [`Session::walk_quotes`] and [`Session::walk_lexeme`]: adds the tokens
-/// whose bytes the first pass took without asking the full recognizer (inside the lexeme both
-/// modes take the same bytes), and asks it only on the paths to the bytes the first pass
-/// refused that may end the lexeme, pushing the taken bytes before them first.
+/// The second pass of [`Session::walk_quotes`]: the full recognizer, asked only where the
+/// first pass took the byte, and for the quotes it refused (those end the string).
 struct Replay<'a, R> {
     rec: &'a mut R,
     mask: &'a mut FixedBitSet,
@@ -226,72 +224,52 @@ struct Replay<'a, R> {
     taken: &'a [u32],
     /// The next record.
     next: usize,
-    /// Only a [`QUOTE`] can end the lexeme (a string): other refused bytes stay refused.
-    quote_ends: bool,
-    /// The bytes of the current path.
-    path: &'a mut Vec<u8>,
-    /// How many of them the full recognizer was given.
-    pushed: usize,
-    /// The length of the path just past the byte that ended the lexeme, while below it.
+    /// Accepted pushes not yet popped.
+    depth: usize,
+    /// The depth just past the quote that ended the string, while below it.
     closed_at: Option<usize>,
     nodes: u64,
-}
-
-impl<R: Recognizer> Replay<'_, R> {
-    /// Gives the full recognizer the path's bytes it was not given yet.
-    fn catch_up(&mut self) -> bool {
-        let from = self.pushed;
-        for k in from..self.path.len() {
-            if !self.rec.try_push_byte(self.path[k]) {
-                // Not expected: the first pass took them, and both modes agree inside a lexeme.
-                debug_assert!(false, "a byte the first pass took is refused");
-                self.rec.pop_bytes(k - from);
-                return false;
-            }
-        }
-        self.pushed = self.path.len();
-        true
-    }
 }
 
 impl<R: Recognizer> TrieVisitor for Replay<'_, R> {
     #[inline(always)]
     fn push_byte(&mut self, byte: u8) -> bool {
+        let mut closes = false;
+        // Where the first pass's records of this subtree end, when it took the byte.
+        let mut subtree_end = None;
         if self.closed_at.is_none() {
             let i = self.next;
             self.next += 1;
-            if self.taken[i] != 0 {
-                self.path.push(byte);
-                self.nodes += 1;
-                return true;
-            }
-            if self.quote_ends && byte != QUOTE {
-                return false;
+            match self.taken[i] {
+                0 if byte != QUOTE => return false,
+                0 => closes = true,
+                end => subtree_end = Some(end as usize),
             }
         }
-        // Below the end of the lexeme, or a byte that may end it: the full recognizer decides.
-        if !self.catch_up() || !self.rec.try_push_byte(byte) {
+        if !self.rec.try_push_byte(byte) {
+            // Not expected for a byte the first pass took (inside a string both modes agree),
+            // but then that pass's records of the subtree are skipped.
+            if let Some(end) = subtree_end {
+                self.next = end;
+            }
             return false;
         }
-        self.path.push(byte);
-        self.pushed += 1;
+        self.depth += 1;
         self.nodes += 1;
-        if self.closed_at.is_none() {
-            self.closed_at = Some(self.path.len());
+        if closes {
+            self.closed_at = Some(self.depth);
         }
         true
     }
 
     #[inline(always)]
     fn pop_bytes(&mut self, n: usize) {
-        let len = self.path.len() - n;
-        if self.pushed > len {
-            self.rec.pop_bytes(self.pushed - len);
-            self.pushed = len;
-        }
-        self.path.truncate(len);
-        if self.closed_at.is_some_and(|d| len < d) {
-            self.closed_at = None;
+        if n > 0 {
+            self.rec.pop_bytes(n);
+            self.depth -= n;
+            if self.closed_at.is_some_and(|d| self.depth < d) {
+                self.closed_at = None;
+            }
         }
     }
 
@@ -468,11 +446,9 @@ pub struct Session<R> {
     scratch: FixedBitSet,
     scratch_tally: Tally,
     hits: Vec<TokenId>,
-    /// The first pass's records of [`Session::walk_lexeme`], its open records, and the second
-    /// pass's path.
+    /// The first pass's records of [`Session::walk_quotes`], and its open records.
     taken: Vec<u32>,
     open: Vec<usize>,
-    path: Vec<u8>,
     /// The classes of [`Session::close_by_class`].
     classes: Classes,
 }
@@ -494,7 +470,6 @@ impl<R: Recognizer> Session<R> {
             hits: Vec::new(),
             taken: Vec::new(),
             open: Vec::new(),
-            path: Vec::new(),
             classes: Classes::default(),
         }
     }
@@ -640,7 +615,7 @@ impl<R: Recognizer> Session<R> {
             }
             _ => {
                 out.clear();
-                stats.nodes += self.walk_full(kernel.trie(), out);
+                stats.nodes += walk(kernel.trie(), &mut self.rec, out, &mut self.tally);
             }
         }
         if self.rec.is_accepting() {
@@ -690,100 +665,34 @@ impl<R: Recognizer> Session<R> {
     /// recognizer accepts. Most of the walk is string content before a token's quote, where the
     /// full recognizer is slow to refuse a byte; so a first pass finds, in lexeme-only mode
     /// (which remembers what it learnt about this string), which content bytes are taken, and
-    /// the full recognizer then pushes only the taken paths to the quotes that end the string,
-    /// and what follows them. (A recognizer without a lexeme-only mode takes the first pass in
-    /// full; the masks are the same.)
+    /// the full recognizer then pushes only those and the quotes that end the string. (A
+    /// recognizer without a lexeme-only mode takes both passes in full; the masks are the
+    /// same.)
     fn walk_quotes(&mut self, trie: &AnyIndex, out: &mut FixedBitSet) -> u64 {
-        self.rec.set_lexeme_only(true);
-        self.walk_lexeme(trie, trie.root(), true, out)
-    }
-
-    /// The two passes below `node` of `trie`, from inside a lexeme with lexeme-only mode on
-    /// (which they turn off): the first records which bytes lexeme-only mode takes, the second
-    /// ([`Replay`]) adds the tokens that first pass took and asks the full recognizer about
-    /// the rest where they may end the lexeme (only at a [`QUOTE`] when `quote_ends`).
-    fn walk_lexeme(
-        &mut self,
-        trie: &AnyIndex,
-        node: NodeId,
-        quote_ends: bool,
-        out: &mut FixedBitSet,
-    ) -> u64 {
         let mut taken = std::mem::take(&mut self.taken);
         taken.clear();
+        self.rec.set_lexeme_only(true);
         self.open.clear();
         let mut first = Record {
             rec: &mut self.rec,
             taken: &mut taken,
             open: &mut self.open,
         };
-        trie.walk_below(node, &mut first);
+        trie.walk(&mut first);
         self.rec.set_lexeme_only(false);
-        let mut path = std::mem::take(&mut self.path);
-        path.clear();
         let mut second = Replay {
             rec: &mut self.rec,
             mask: out,
             tally: &mut self.tally,
             taken: &taken,
             next: 0,
-            quote_ends,
-            path: &mut path,
-            pushed: 0,
+            depth: 0,
             closed_at: None,
             nodes: 0,
         };
-        trie.walk_below(node, &mut second);
+        trie.walk(&mut second);
         let nodes = second.nodes;
         self.taken = taken;
-        self.path = path;
-        nodes
-    }
-
-    /// Adds the tokens of the full trie that the recognizer accepts, from a state between
-    /// lexemes. With a [hint](Recognizer::next_bytes_hint), each first byte in it is pushed
-    /// once, and where it starts a lexeme that has a lexeme-only mode (a string, a key, a
-    /// number), the tokens below are walked in two passes as inside a lexeme
-    /// ([`Session::walk_lexeme`]): the full recognizer then decides only the bytes that may
-    /// end it.
-    fn walk_full(&mut self, trie: &AnyIndex, out: &mut FixedBitSet) -> u64 {
-        let Some(hint) = self.rec.next_bytes_hint() else {
-            return walk(trie, &mut self.rec, out, &mut self.tally);
-        };
-        let mut nodes = 0;
-        for (w, mut bits) in hint.into_iter().enumerate() {
-            while bits != 0 {
-                let byte = (w * 64) as u8 + bits.trailing_zeros() as u8;
-                bits &= bits - 1;
-                let Some(child) = trie.child(trie.root(), byte) else {
-                    continue;
-                };
-                if !self.rec.try_push_byte(byte) {
-                    continue;
-                }
-                nodes += 1;
-                for id in trie.tokens_at(child) {
-                    self.tally.insert(out, id.as_usize());
-                }
-                self.split_key.clear();
-                let quote_ends = self.rec.split(&mut self.split_key).is_some();
-                self.rec.set_lexeme_only(true);
-                if self.rec.lexeme_only() {
-                    nodes += self.walk_lexeme(trie, child, quote_ends, out);
-                } else {
-                    self.rec.set_lexeme_only(false);
-                    let mut w = Walk {
-                        rec: &mut self.rec,
-                        mask: out,
-                        tally: &mut self.tally,
-                        nodes: 0,
-                    };
-                    trie.walk_below(child, &mut w);
-                    nodes += w.nodes;
-                }
-                self.rec.pop_bytes(1);
-            }
-        }
         nodes
     }
 

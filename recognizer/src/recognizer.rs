@@ -64,18 +64,8 @@ pub trait Recognizer {
     }
 
     /// Turns lexeme-only mode on or off. While on, `try_push_byte` refuses every byte that
-    /// would end the current lexeme (for a string, a [`QUOTE`] outside an escape), and takes
-    /// every other byte exactly when it would with the mode off. A recognizer may have the
-    /// mode only in some lexemes (see [`Recognizer::lexeme_only`]); elsewhere turning it on
-    /// does nothing.
+    /// would end the current string (a [`QUOTE`] outside an escape).
     fn set_lexeme_only(&mut self, _on: bool) {}
-
-    /// Whether lexeme-only mode is on (turning it on left it off outside a lexeme that has
-    /// one). A kernel then walks the tokens that start inside the lexeme in two passes, asking
-    /// the full recognizer only about the bytes that may end it.
-    fn lexeme_only(&self) -> bool {
-        false
-    }
 
     /// In lexeme-only mode, inside an object key at a character boundary outside an escape:
     /// the class of what ending the key here leads to, as a small number (a kernel may index a

@@ -48,10 +48,6 @@ impl Recognizer for Matcher {
         Matcher::set_lexeme_only(self, on)
     }
 
-    fn lexeme_only(&self) -> bool {
-        Matcher::lexeme_only(self)
-    }
-
     fn close_class(&mut self) -> Option<u32> {
         Matcher::close_class(self)
     }

@@ -30,9 +30,6 @@ pub(super) const REFUSED: u32 = u32::MAX - 1;
 pub(super) struct LexemeWalk {
     pub(super) on: bool,
     pub(super) is_str: bool,
-    /// In a number: a node is the number's syntax state and, per obligation of the slot, its
-    /// DFA state and whether it failed (`idx` holds two entries per obligation).
-    pub(super) is_num: bool,
     /// Per depth: the node.
     pub(super) path: Vec<u32>,
     /// Per node: its decoder state.
@@ -50,7 +47,7 @@ pub(super) struct LexemeWalk {
     /// The string or key (`Lex::serial`) and tracked entries (`idx`) that the nodes, their
     /// successors and the viability memos were learnt for: within one string or key the
     /// frame does not change, so they hold for every walk with the same entries.
-    pub(super) learnt_serial: Option<u64>,
+    pub(super) learnt_serial: Option<u32>,
     pub(super) learnt_idx: Vec<u32>,
     /// Obligation indices (strings) or leaf indices (keys) whose DFA states are tracked.
     pub(super) idx: Vec<u32>,
@@ -224,7 +221,6 @@ impl State {
         let node = *walk.path.last().expect("lexeme walker has a base");
         match walk.next[node as usize * 256 + b as usize] {
             REFUSED => false,
-            UNSEEN if walk.is_num => self.walk_learn_number(g, node, b),
             UNSEEN => self.walk_learn(g, node, b),
             next => {
                 walk.path.push(next);
@@ -264,48 +260,6 @@ impl State {
             walk.path.push(next);
         }
         ok
-    }
-
-    /// Works out (and records) the successor of number node `node` by byte `b`: the byte as
-    /// the full matcher takes it, from the node's state written into the real one (and taken
-    /// back after). A byte that is not part of a number would end it: refused.
-    #[cold]
-    fn walk_learn_number(&mut self, g: &Grammar, node: u32, b: u8) -> bool {
-        let at = node as usize;
-        let k = self.walk.idx.len();
-        let mut next = REFUSED;
-        if matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
-            let mark = self.journal.len();
-            let t = self.top();
-            let slot_start = self.frames[t].slot_start as usize;
-            let mut lex = self.lex;
-            lex.core = self.walk.node_core[at];
-            self.set_lex(lex);
-            for j in 0..k / 2 {
-                let mut o = self.obligations[slot_start + j];
-                o.state = self.walk.node_states[at * k + 2 * j];
-                o.failed = self.walk.node_states[at * k + 2 * j + 1] != 0;
-                self.set_obligation(slot_start + j, o);
-            }
-            if self.primitive_byte(g, b) {
-                self.walk.states.clear();
-                self.walk.states.extend(
-                    self.obligations[slot_start..slot_start + k / 2]
-                        .iter()
-                        .flat_map(|o| [o.state, o.failed as u32]),
-                );
-                let core = self.lex.core;
-                next = self.walk.intern(core, 0);
-            }
-            self.rollback(mark);
-        }
-        let walk = &mut self.walk;
-        walk.next[at * 256 + b as usize] = next;
-        if next == REFUSED {
-            return false;
-        }
-        walk.path.push(next);
-        true
     }
 
     /// One byte from the single node in `cores` and `states`: pushes the successor there and
@@ -497,17 +451,12 @@ impl State {
             st.walk.on = false;
             return;
         }
-        if st.lex.kind == LexKind::Num {
-            st.number_lexeme_only(g);
-            return;
-        }
         if !matches!(st.lex.kind, LexKind::Str | LexKind::Key) {
             return;
         }
         let t = st.top();
         let f = st.frames[t];
         let walk = &mut st.walk;
-        walk.is_num = false;
         walk.idx.clear();
         walk.dfas.clear();
         walk.max.clear();
@@ -569,44 +518,5 @@ impl State {
         let base = walk.intern(st.lex.core, 0);
         walk.path.push(base);
         st.walk.on = true;
-    }
-}
-
-impl State {
-    /// Lexeme-only mode inside a number (see [`State::walk_learn_number`]), unless its text or
-    /// hash matters beyond its state (any-notation numbers are checked on their text, and value
-    /// hashing hashes it): then the mode stays off.
-    fn number_lexeme_only(&mut self, g: &Grammar) {
-        if g.options.numbers.any_notation || g.needs_hash {
-            return;
-        }
-        let f = self.frames[self.top()];
-        let walk = &mut self.walk;
-        walk.idx.clear();
-        walk.states.clear();
-        for i in f.slot_start..f.slot_end {
-            let o = self.obligations[i as usize];
-            walk.idx.extend([i, i]);
-            walk.states.extend([o.state, o.failed as u32]);
-        }
-        // Within one number the state around it does not change (its bytes change only the
-        // lexeme and the slot's obligations, which the nodes hold), and the number's serial
-        // names the state it started from: what was learnt holds while the serial is the same.
-        if !walk.is_num
-            || walk.learnt_serial != Some(self.lex.serial)
-            || walk.learnt_idx != walk.idx
-        {
-            walk.forget();
-            walk.groups = None;
-            walk.learnt_serial = Some(self.lex.serial);
-            walk.learnt_idx.clone_from(&walk.idx);
-        }
-        walk.is_str = false;
-        walk.is_num = true;
-        walk.count_matters = false;
-        walk.path.clear();
-        let base = walk.intern(self.lex.core, 0);
-        walk.path.push(base);
-        walk.on = true;
     }
 }

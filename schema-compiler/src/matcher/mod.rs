@@ -85,7 +85,6 @@ impl Matcher {
         st.items.clear();
         st.journal.clear();
         st.marks.clear();
-        st.depth_serials.clear();
         st.walk = LexemeWalk::default();
         st.lex = Lex::default();
         st.obligations
@@ -124,9 +123,6 @@ impl Matcher {
         let mark = st.journal.len() as u32;
         if st.step(&self.g, b) {
             st.marks.push(mark);
-            st.depth_serial();
-            let serial = st.next_serial();
-            st.depth_serials.push(serial);
             true
         } else {
             st.rollback(mark as usize);
@@ -161,7 +157,6 @@ impl Matcher {
         let at = st.marks.len() - n;
         let mark = st.marks[at] as usize;
         st.marks.truncate(at);
-        st.depth_serials.truncate(at + 1);
         st.rollback(mark);
     }
 
@@ -171,9 +166,6 @@ impl Matcher {
         let st = &mut self.state;
         st.journal.clear();
         st.marks.clear();
-        let serial = st.depth_serial();
-        st.depth_serials.clear();
-        st.depth_serials.push(serial);
         if matches!(st.lex.kind, LexKind::Num | LexKind::Lit) {
             st.text.drain(..st.lex.text_start as usize);
         } else {
@@ -224,12 +216,6 @@ impl Matcher {
         self.state.set_lexeme_only(&self.g, on);
     }
 
-    /// Whether lexeme-only mode is on (it turns on only inside a string, a key, or a number
-    /// whose text matters only through its state).
-    pub fn lexeme_only(&self) -> bool {
-        self.state.walk.on
-    }
-
     /// A superset of the bytes [`Matcher::try_push_byte`] may accept next (see
     /// [`recognizer::Recognizer::next_bytes_hint`]), from the syntax alone: between tokens of
     /// JSON, the bytes the phase of the innermost container takes and white space; in a
@@ -251,7 +237,7 @@ impl Matcher {
         let st = &mut self.state;
         let g = &*self.g;
         let walk = &mut st.walk;
-        if !walk.on || walk.is_str || walk.is_num || !walk.close_by_states {
+        if !walk.on || walk.is_str || !walk.close_by_states {
             return None;
         }
         let node = *walk.path.last()? as usize;

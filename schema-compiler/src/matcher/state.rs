@@ -171,10 +171,9 @@ pub(super) struct Lex {
     pub(super) hash2: u64,
     /// Where the text of the number or literal being lexed starts in `State::text`.
     pub(super) text_start: u32,
-    /// Strings and keys: which one (numbered as they start); numbers: the serial of the state
-    /// before their first byte (see `State::depth_serials`). The lexeme walker keeps what it
-    /// learnt about a lexeme between walks with the same serial.
-    pub(super) serial: u64,
+    /// Strings and keys: which one (numbered as they start), so the lexeme walker can keep
+    /// what it learnt about this one between walks.
+    pub(super) serial: u32,
     /// Numbers: the syntax DFA `core.syn` runs in (see [`State::number_syntax_for`]).
     pub(super) syntax: DfaId,
 }
@@ -214,12 +213,8 @@ pub(super) struct State {
     pub(super) marks: Vec<u32>,
     pub(super) walk: LexemeWalk,
     pub(super) escapes: EscapeMemo,
-    /// Serials handed out so far (see `Lex::serial`).
-    pub(super) serials: u64,
-    /// Per byte accepted (and one for the state before the first), a serial of the state it
-    /// led to: never reused, so two states with the same serial at the same depth are one
-    /// state, returned to by popping. Empty until the first byte.
-    pub(super) depth_serials: Vec<u64>,
+    /// Strings and keys started so far (see `Lex::serial`).
+    pub(super) serials: u32,
 }
 
 impl State {
@@ -261,23 +256,14 @@ impl State {
 
     /// A number for a string or key that starts (never reused, so the walker's memory of an
     /// earlier one cannot apply).
-    pub(super) fn next_serial(&mut self) -> u64 {
-        self.serials += 1;
+    pub(super) fn next_serial(&mut self) -> u32 {
+        self.serials = self.serials.wrapping_add(1);
         self.serials
     }
 
     pub(super) fn set_lex(&mut self, l: Lex) {
         self.journal.push(Undo::Lex(self.lex));
         self.lex = l;
-    }
-
-    /// The serial of the current state (see `State::depth_serials`).
-    pub(super) fn depth_serial(&mut self) -> u64 {
-        if self.depth_serials.is_empty() {
-            let s = self.next_serial();
-            self.depth_serials.push(s);
-        }
-        *self.depth_serials.last().expect("not empty")
     }
 
     pub(super) fn top(&self) -> usize {

@@ -316,11 +316,6 @@ impl State {
                 if syn == DEAD {
                     return false;
                 }
-                let serial = if lk == LexKind::Num {
-                    self.depth_serial()
-                } else {
-                    0
-                };
                 self.set_lex(Lex {
                     kind: lk,
                     core: Core {
@@ -331,7 +326,7 @@ impl State {
                     hash2: 0,
                     // Earlier texts stay until `forget_history`, so pops can restore them.
                     text_start: self.text.len() as u32,
-                    serial,
+                    serial: 0,
                     syntax,
                 });
                 if (lk == LexKind::Num && g.options.numbers.any_notation) || g.needs_hash {
