@@ -393,9 +393,10 @@ impl Kernel {
             + self.quote_trie.memory_bytes()
             + self.close_trie.memory_bytes()
             + self.escaped_quote_trie.memory_bytes()
-            + (self.close_escaped.iter().map(Vec::len).sum::<usize>()
-                + self.close_escaped_empty.len())
-                * std::mem::size_of::<(u32, TokenId)>()
+            + (self.close_tokens.iter().chain(&self.close_escaped))
+                .chain([&self.close_empty, &self.close_escaped_empty])
+                .map(|list| list.len() * std::mem::size_of::<(u32, TokenId)>())
+                .sum::<usize>()
             + self.keys.memory_bytes()
             + self.by_budget.iter().map(|b| b.0.len() / 8).sum::<usize>()
             + self

@@ -36,7 +36,7 @@ impl Kind {
     ];
 
     /// The kind a value starting with `b` has.
-    pub fn of_first_byte(b: u8) -> Option<Kind> {
+    pub const fn of_first_byte(b: u8) -> Option<Kind> {
         Some(match b {
             b'n' => Kind::Null,
             b't' | b'f' => Kind::Boolean,

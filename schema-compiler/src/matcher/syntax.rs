@@ -63,12 +63,33 @@ const fn union(a: [u64; 4], b: [u64; 4]) -> [u64; 4] {
     [a[0] | b[0], a[1] | b[1], a[2] | b[2], a[3] | b[3]]
 }
 
+/// Whether `b` is in `set`.
+const fn has(set: &[u64; 4], b: u8) -> bool {
+    set[(b / 64) as usize] >> (b % 64) & 1 == 1
+}
+
+/// The bytes [`Kind::of_first_byte`] starts a value with.
+const fn first_bytes() -> [u64; 4] {
+    let mut out = [0u64; 4];
+    let mut b = 0;
+    while b < 256 {
+        if Kind::of_first_byte(b as u8).is_some() {
+            out[b / 64] |= 1 << (b % 64);
+        }
+        b += 1;
+    }
+    out
+}
+
+/// The bytes [`State::step`] and [`State::structural`] read as the sets below: white space,
+/// what continues a number or a literal, and what may follow one.
 const SPACE: [u64; 4] = byte_set(b" \t\n\r");
-/// What may start a value (see [`Kind::of_first_byte`]), or follow a number or literal.
-const VALUE_START: [u64; 4] = union(SPACE, byte_set(b"ntf-0123456789\"[{"));
+const NUMBER: [u64; 4] = byte_set(b"0123456789.eE+-");
+const LITERAL: [u64; 4] = byte_set(b"abcdefghijklmnopqrstuvwxyz");
 const AFTER_PRIMITIVE: [u64; 4] = union(SPACE, byte_set(b",}]"));
-const IN_NUMBER: [u64; 4] = union(AFTER_PRIMITIVE, byte_set(b"0123456789.eE+-"));
-const IN_LITERAL: [u64; 4] = union(AFTER_PRIMITIVE, byte_set(b"abcdefghijklmnopqrstuvwxyz"));
+const VALUE_START: [u64; 4] = union(SPACE, first_bytes());
+const IN_NUMBER: [u64; 4] = union(AFTER_PRIMITIVE, NUMBER);
+const IN_LITERAL: [u64; 4] = union(AFTER_PRIMITIVE, LITERAL);
 
 impl State {
     /// See [`super::Matcher::next_bytes_hint`]: the bytes [`State::step`] can take, by the lexeme
@@ -100,23 +121,21 @@ impl State {
     pub(super) fn step(&mut self, g: &Grammar, b: u8) -> bool {
         // After a number or literal only these can follow (ending it is costly: a number's
         // bounds are checked on its text), so every other byte is refused at once.
-        let after_primitive =
-            |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b',' | b'}' | b']');
         match self.lex.kind {
             LexKind::Str | LexKind::Key => return self.string_byte(g, b),
             LexKind::Num => {
-                if matches!(b, b'0'..=b'9' | b'.' | b'e' | b'E' | b'+' | b'-') {
+                if has(&NUMBER, b) {
                     return self.primitive_byte(g, b);
                 }
-                if !after_primitive(b) || !self.end_primitive(g) {
+                if !has(&AFTER_PRIMITIVE, b) || !self.end_primitive(g) {
                     return false;
                 }
             }
             LexKind::Lit => {
-                if b.is_ascii_lowercase() {
+                if has(&LITERAL, b) {
                     return self.primitive_byte(g, b);
                 }
-                if !after_primitive(b) || !self.end_primitive(g) {
+                if !has(&AFTER_PRIMITIVE, b) || !self.end_primitive(g) {
                     return false;
                 }
             }
@@ -209,7 +228,7 @@ impl State {
     }
 
     pub(super) fn structural(&mut self, g: &Grammar, b: u8) -> bool {
-        if matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+        if has(&SPACE, b) {
             return self.whitespace(g, b);
         }
         let t = self.top();
