@@ -2,7 +2,9 @@
 //! outside an escape (where [`Split::KeyContent`](crate::Split) puts a key).
 //!
 //! Each token holding a quote is cut at its first unescaped quote into the key content before
-//! it and the suffix after it. The session walks the distinct contents with the recognizer in
+//! it and the suffix after it. Only the tokens that JSON lets end a key are kept: those whose
+//! suffix is empty or starts with `:` or white space (the only bytes a key's quote can be
+//! followed by, whatever the schema); most tokens with a quote (`",`, `"}`, `")`) cannot. The session walks the distinct contents with the recognizer in
 //! lexeme-only mode, classes each accepted one by what ending the key there leads to
 //! ([`Recognizer::close_class`](crate::Recognizer::close_class)), and walks the distinct
 //! suffixes once per class with the full recognizer.
@@ -16,7 +18,17 @@ use recognizer::{QUOTE, string_content};
 /// In [`KeyCloses::tokens`]: a token that ends at its unescaped quote.
 pub(crate) const NO_SUFFIX: u32 = u32::MAX;
 
-/// The tokens that can end an object key.
+/// Whether `suffix`, the bytes of a token after the quote that ends an object key, can follow
+/// that quote in JSON: it is empty or starts with the name separator or white space.
+fn can_follow_key(suffix: &[u8]) -> bool {
+    matches!(
+        suffix.first(),
+        None | Some(b':' | b' ' | b'\t' | b'\n' | b'\r')
+    )
+}
+
+/// The tokens that can end an object key: those with a quote that ends valid key content and
+/// is followed by nothing, `:` or white space.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct KeyCloses {
     /// The distinct non-empty contents before tokens' unescaped quote (id = index into
@@ -61,7 +73,8 @@ fn unescaped_quote(bytes: &[u8]) -> Option<usize> {
 }
 
 impl KeyCloses {
-    /// The tables for `quote_ids`, the tokens of `vocab` that hold a quote.
+    /// The tables for `quote_ids`, the tokens of `vocab` that hold a quote (those that cannot
+    /// end a key are left out).
     pub(crate) fn new(
         kind: TrieKind,
         vocab: &Vocabulary,
@@ -75,6 +88,9 @@ impl KeyCloses {
                 continue;
             };
             let (content, suffix) = (&bytes[..q], &bytes[q + 1..]);
+            if !can_follow_key(suffix) {
+                continue;
+            }
             if suffix.iter().filter(|&&b| b == QUOTE).count() > 1 {
                 multi.push(id);
             } else {
@@ -152,7 +168,33 @@ impl KeyCloses {
 
 #[cfg(test)]
 mod tests {
-    use super::unescaped_quote;
+    use vocab_index::{TokenId, TrieKind, VocabIndex, Vocabulary};
+
+    use super::{KeyCloses, NO_SUFFIX, unescaped_quote};
+
+    #[test]
+    fn only_tokens_that_can_end_a_key_are_kept() {
+        let tokens: [&[u8]; 9] = [
+            b"a\"", b"a\":", b"a\": ", b"a\"\n", b"a\",", b"a\"}", b"\":{\"", b"\"]", b"b\"\t:",
+        ];
+        let vocab = Vocabulary::new(tokens.iter().copied(), []).unwrap();
+        let ids: Vec<TokenId> = (0..tokens.len() as u32)
+            .map(|i| TokenId::new(i).unwrap())
+            .collect();
+        let keys = KeyCloses::new(TrieKind::Flat, &vocab, &ids).unwrap();
+        let mut kept: Vec<u32> = keys.root().iter().map(|&(_, id)| id.as_u32()).collect();
+        for content in 0..keys.contents().num_tokens() as u32 {
+            let list = keys.tokens(TokenId::new(content).unwrap());
+            kept.extend(list.iter().map(|&(_, id)| id.as_u32()));
+        }
+        kept.sort_unstable();
+        // Not `a",`, `a"}` or `"]`: a key's quote is followed by `:` or white space.
+        assert_eq!(kept, [0, 1, 2, 3, 6, 8]);
+        assert_eq!(keys.root().len(), 1);
+        assert_eq!(keys.root()[0].1.as_u32(), 6);
+        let a = keys.tokens(TokenId::new(0).unwrap());
+        assert_eq!(a.iter().filter(|&&(s, _)| s == NO_SUFFIX).count(), 1);
+    }
 
     #[test]
     fn the_first_unescaped_quote_after_valid_content() {

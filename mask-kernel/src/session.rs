@@ -606,11 +606,15 @@ impl<R: Recognizer> Session<R> {
                             stats.nodes += self.walk_quotes(kernel.escaped_quote_trie(), out);
                         }
                     }
-                    Split::KeyContent => match self.close_by_class(&kernel, out) {
+                    // A key (whose content is constrained or not) closes by class where the
+                    // recognizer classes it; a string does not.
+                    Split::KeyContent | Split::Walk => match self.close_by_class(&kernel, out) {
                         Some(nodes) => stats.nodes += nodes,
                         None => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
                     },
-                    _ => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
+                    Split::StringContent { .. } => {
+                        stats.nodes += self.walk_quotes(kernel.quote_trie(), out);
+                    }
                 }
             }
             _ => {
@@ -696,7 +700,7 @@ impl<R: Recognizer> Session<R> {
         nodes
     }
 
-    /// For [`Split::KeyContent`]: adds the tokens that can end the key (see
+    /// For a key ([`Split::KeyContent`] or [`Split::Walk`]): adds the tokens that can end the key (see
     /// [`KeyCloses`](crate::keys::KeyCloses)) that the recognizer accepts. The contents before
     /// their unescaped quote are walked in lexeme-only mode, each accepted one classed by
     /// [`Recognizer::close_class`]; for each class, the full recognizer pushes one content of
