@@ -86,6 +86,25 @@ pub fn cases() -> Vec<Case> {
             valid: &[r#"{"code":"é\"c","tag":"","long":"abcdef\n"}"#],
         },
         Case {
+            // The same key and string lexers again and again, under frames that allow less each
+            // time: a key already seen, a property count reached, a shorter bound.
+            name: "same lexers, other frames",
+            schema: json!({
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "string", "maxLength": 6},
+                        "b": {"type": "string", "maxLength": 2},
+                        "c": {"type": "string"}
+                    },
+                    "required": ["a", "b"],
+                    "maxProperties": 2
+                }
+            }),
+            valid: &[r#"[{"a":"abcdef","b":"xy"},{"b":"","a":"é\"1"},{"a":"a b","b":"c"}]"#],
+        },
+        Case {
             name: "pattern",
             schema: json!({
                 "type": "object",

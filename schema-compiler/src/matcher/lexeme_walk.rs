@@ -26,6 +26,13 @@ pub(super) const REFUSED: u32 = u32::MAX - 1;
 /// once a node's byte was seen (a walk over most of a large vocabulary meets a few dozen
 /// nodes). The decoder's code-point count is part of a node only when some lexer has a
 /// maximum length.
+///
+/// Nodes and successors follow from the decoder and the DFAs alone, so they are kept from one
+/// string or key to the next with the same tracked entries and DFAs (the next key of an
+/// object, the same key in the next item of an array), and put aside while the walker works
+/// on others (a key, then a string value, then the next key): see [`STASH_KEPT`]. Whether a
+/// node leaves the string or key viable depends on its frame too: that is learnt per node once
+/// per string or key (an *epoch*).
 #[derive(Debug, Clone, Default)]
 pub(super) struct LexemeWalk {
     pub(super) on: bool,
@@ -44,11 +51,20 @@ pub(super) struct LexemeWalk {
     pub(super) words: Vec<u32>,
     /// Some lexer has a maximum length (the code-point count tells nodes apart).
     pub(super) count_matters: bool,
-    /// The string or key (`Lex::serial`) and tracked entries (`idx`) that the nodes, their
-    /// successors and the viability memos were learnt for: within one string or key the
-    /// frame does not change, so they hold for every walk with the same entries.
+    /// The string or key (`Lex::serial`) that the viability answers and memos were learnt for:
+    /// within one string or key the frame does not change, so they hold for every walk with
+    /// the same entries.
     pub(super) learnt_serial: Option<u32>,
+    /// The tracked entries (`idx`), their DFAs, the kind of lexeme and whether counts matter,
+    /// as the nodes and successors were learnt for.
     pub(super) learnt_idx: Vec<u32>,
+    pub(super) learnt_dfas: Vec<DfaId>,
+    pub(super) learnt_kind: (bool, bool),
+    /// The current string or key's number, counted up from 1 for each new one.
+    pub(super) epoch: u32,
+    /// Per node: the epoch it was last judged in and whether it left the string or key viable
+    /// then.
+    pub(super) viable: Vec<(u32, bool)>,
     /// Obligation indices (strings) or leaf indices (keys) whose DFA states are tracked.
     pub(super) idx: Vec<u32>,
     /// The DFA of each tracked entry.
@@ -83,6 +99,24 @@ pub(super) struct LexemeWalk {
     pub(super) groups: Option<Arc<Groups>>,
     /// Groups by DFAs, as worked out before (at most [`GROUPS_KEPT`] sets of DFAs).
     pub(super) group_memo: rustc_hash::FxHashMap<Box<[DfaId]>, Arc<Groups>>,
+    /// What was learnt for other entries, the most recently used last.
+    stash: Vec<Stashed>,
+}
+
+/// What a walker learnt for one set of tracked entries, put aside.
+#[derive(Debug, Clone, Default)]
+struct Stashed {
+    idx: Vec<u32>,
+    dfas: Vec<DfaId>,
+    kind: (bool, bool),
+    node_core: Vec<Core>,
+    node_states: Vec<u32>,
+    next: Vec<u32>,
+    nodes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
+    viable: Vec<(u32, bool)>,
+    node_class: Vec<u32>,
+    classes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
+    groups: Option<Arc<Groups>>,
 }
 
 /// The bytes that the UTF-8 DFA and every one of a set of DFAs treat alike, outside an escape:
@@ -98,6 +132,15 @@ pub(super) struct Groups {
 
 /// Most sets of DFAs whose byte groups a walker keeps.
 const GROUPS_KEPT: usize = 256;
+
+/// Most nodes a walker keeps from one string or key to the next (each holds a row of 256
+/// successors: 1 KiB); past them, the next string or key starts afresh.
+const NODES_KEPT: usize = 2048;
+
+/// Most sets of tracked entries whose nodes a walker puts aside, and most nodes in all of them
+/// (so at most 2 MiB of successor rows).
+const STASH_KEPT: usize = 16;
+const STASH_NODES: usize = 2048;
 
 /// In [`Groups::group`]: a byte learnt on its own.
 const ALONE: u16 = u16::MAX;
@@ -169,10 +212,59 @@ impl LexemeWalk {
         self.node_states.clear();
         self.next.clear();
         self.nodes.clear();
+        self.viable.clear();
         self.key_memo.clear();
         self.slot_memo.clear();
         self.node_class.clear();
         self.classes.clear();
+    }
+
+    /// Swaps what was learnt (nodes, successors, viability, classes, groups) with `other`.
+    fn swap_learnt(&mut self, other: &mut Stashed) {
+        std::mem::swap(&mut self.node_core, &mut other.node_core);
+        std::mem::swap(&mut self.node_states, &mut other.node_states);
+        std::mem::swap(&mut self.next, &mut other.next);
+        std::mem::swap(&mut self.nodes, &mut other.nodes);
+        std::mem::swap(&mut self.viable, &mut other.viable);
+        std::mem::swap(&mut self.node_class, &mut other.node_class);
+        std::mem::swap(&mut self.classes, &mut other.classes);
+        std::mem::swap(&mut self.groups, &mut other.groups);
+    }
+
+    /// Puts aside what was learnt for the entries it was learnt for, and takes up what was put
+    /// aside for the current ones (or starts afresh).
+    fn switch_entries(&mut self, kind: (bool, bool)) {
+        if !self.node_core.is_empty() {
+            let mut old = Stashed {
+                idx: std::mem::take(&mut self.learnt_idx),
+                dfas: std::mem::take(&mut self.learnt_dfas),
+                kind: self.learnt_kind,
+                ..Stashed::default()
+            };
+            self.swap_learnt(&mut old);
+            self.stash.push(old);
+        }
+        let found = self
+            .stash
+            .iter()
+            .rposition(|s| s.kind == kind && s.idx == self.idx && s.dfas == self.dfas);
+        match found {
+            Some(at) => {
+                let mut s = self.stash.remove(at);
+                self.swap_learnt(&mut s);
+            }
+            None => {
+                self.forget();
+                self.groups = None;
+            }
+        }
+        let mut nodes: usize = self.stash.iter().map(|s| s.node_core.len()).sum();
+        while self.stash.len() > STASH_KEPT || nodes > STASH_NODES {
+            nodes -= self.stash.remove(0).node_core.len();
+        }
+        self.learnt_idx.clone_from(&self.idx);
+        self.learnt_dfas.clone_from(&self.dfas);
+        self.learnt_kind = kind;
     }
 
     /// Works out the byte groups of the tracked DFAs (see [`Groups`]) when they are not yet.
@@ -208,6 +300,7 @@ impl LexemeWalk {
         self.node_states
             .extend_from_slice(&self.states[from..from + k]);
         self.next.resize(self.next.len() + 256, UNSEEN);
+        self.viable.push((0, false));
         self.node_class.push(UNSEEN);
         self.nodes.insert(self.words[..].into(), id);
         id
@@ -222,14 +315,48 @@ impl State {
         match walk.next[node as usize * 256 + b as usize] {
             REFUSED => false,
             UNSEEN => self.walk_learn(g, node, b),
-            next => {
-                walk.path.push(next);
-                true
-            }
+            next => self.walk_enter(g, next),
         }
     }
 
-    /// Works out (and records) the successor of walk node `node` by byte `b`.
+    /// Moves to walk node `next` when it leaves the string or key viable (judged once per
+    /// epoch).
+    #[inline]
+    fn walk_enter(&mut self, g: &Grammar, next: u32) -> bool {
+        let walk = &mut self.walk;
+        let (epoch, ok) = walk.viable[next as usize];
+        let ok = if epoch == walk.epoch {
+            ok
+        } else {
+            self.walk_judge(g, next)
+        };
+        if ok {
+            self.walk.path.push(next);
+        }
+        ok
+    }
+
+    /// Whether walk node `node` leaves the current string or key viable (recorded for this
+    /// epoch): an unfinished escape must still have an outcome that does, and the DFA states
+    /// must.
+    #[cold]
+    fn walk_judge(&mut self, g: &Grammar, node: u32) -> bool {
+        let walk = &mut self.walk;
+        let k = walk.idx.len();
+        let at = node as usize;
+        let core = walk.node_core[at];
+        walk.states.clear();
+        walk.states
+            .extend_from_slice(&walk.node_states[at * k..(at + 1) * k]);
+        let ok =
+            (core.esc == 0 || self.walk_escape_viable(g, &core)) && self.walk_top_viable(g, &core);
+        let walk = &mut self.walk;
+        walk.viable[at] = (walk.epoch, ok);
+        ok
+    }
+
+    /// Works out (and records) the successor of walk node `node` by byte `b`, then whether it
+    /// is viable.
     #[cold]
     pub(super) fn walk_learn(&mut self, g: &Grammar, node: u32, b: u8) -> bool {
         let walk = &mut self.walk;
@@ -256,25 +383,18 @@ impl State {
             }
         }
         walk.next[at * 256 + b as usize] = next;
-        if ok {
-            walk.path.push(next);
-        }
-        ok
+        ok && self.walk_enter(g, next)
     }
 
-    /// One byte from the single node in `cores` and `states`: pushes the successor there and
-    /// returns true, or returns false and leaves them.
+    /// One byte from the single node in `cores` and `states`, by the decoder and the DFAs
+    /// alone (not whether the result is viable): pushes the successor there and returns true,
+    /// or returns false and leaves them.
     pub(super) fn walk_step(&mut self, g: &Grammar, b: u8) -> bool {
         let mut core = *self.walk.cores.last().expect("lexeme walker has a base");
         let needed_only = needed_only(g, !self.walk.is_str);
         let (out, n) = match decode(&mut core, b, needed_only) {
             Decoded::Reject | Decoded::End => return false,
-            Decoded::Pending => {
-                if !self.walk_escape_viable(g, &core) {
-                    return false;
-                }
-                ([0u8; 4], 0)
-            }
+            Decoded::Pending => ([0u8; 4], 0),
             Decoded::Bytes(out, n) => (out, n),
         };
         if n > 0 && !feed_core(g, &mut core, &out[..n]) {
@@ -292,13 +412,8 @@ impl State {
             };
             walk.states.push(next);
         }
-        let ok = self.walk_top_viable(g, &core);
-        if ok {
-            self.walk.cores.push(core);
-        } else {
-            self.walk.states.truncate(base + k);
-        }
-        ok
+        walk.cores.push(core);
+        true
     }
 
     /// Whether the walker's top states (with `core`) leave the string or key viable.
@@ -509,11 +624,26 @@ impl State {
         let walk = &mut st.walk;
         walk.count_matters = walk.is_str && walk.max.iter().any(|&m| m != u64::MAX);
         walk.path.clear();
-        if walk.learnt_serial != Some(st.lex.serial) || walk.learnt_idx != walk.idx {
-            walk.forget();
-            walk.groups = None;
+        let kind = (walk.is_str, walk.count_matters);
+        if walk.learnt_idx != walk.idx || walk.learnt_dfas != walk.dfas || walk.learnt_kind != kind
+        {
+            walk.switch_entries(kind);
+            walk.learnt_serial = None;
+        }
+        if walk.learnt_serial != Some(st.lex.serial) {
+            if walk.node_core.len() > NODES_KEPT {
+                walk.forget();
+            }
+            walk.key_memo.clear();
+            walk.slot_memo.clear();
+            if walk.epoch == u32::MAX {
+                // Viability recorded under a number about to come round again is dropped.
+                walk.forget();
+                walk.stash.clear();
+                walk.epoch = 0;
+            }
+            walk.epoch += 1;
             walk.learnt_serial = Some(st.lex.serial);
-            walk.learnt_idx.clone_from(&walk.idx);
         }
         let base = walk.intern(st.lex.core, 0);
         walk.path.push(base);
