@@ -5,8 +5,6 @@
 
 use super::levels::{CONTENT_LEVELS, ContentFlags, SPACE_LEVEL, level_universe};
 use super::{DEAD, Dfa};
-use rustc_hash::FxHashMap as HashMap;
-use std::collections::hash_map::Entry;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
 
@@ -175,12 +173,17 @@ impl Dfa {
 
     /// One byte per pair of classes of this DFA and `other`.
     fn joint_reps(&self, other: &Dfa) -> Vec<u8> {
+        // A bit per pair of classes: this runs for every new state of a key or string lexer,
+        // where a hash set of pairs was a good part of the cost.
+        let width = other.stride as usize;
+        let mut seen = vec![0u64; (self.stride as usize * width).div_ceil(64)];
         let mut reps = Vec::new();
-        let mut joint = HashMap::default();
         for b in 0..=255u8 {
-            let key = (self.classes[b as usize], other.classes[b as usize]);
-            if let Entry::Vacant(e) = joint.entry(key) {
-                e.insert(());
+            let pair =
+                self.classes[b as usize] as usize * width + other.classes[b as usize] as usize;
+            let (word, bit) = (pair / 64, 1u64 << (pair % 64));
+            if seen[word] & bit == 0 {
+                seen[word] |= bit;
                 reps.push(b);
             }
         }
