@@ -149,24 +149,37 @@ impl Groups {
     /// The groups of `dfas`, refined one DFA at a time: a byte's group is its previous group
     /// and its class.
     fn new(g: &Grammar, dfas: &[DfaId]) -> Groups {
-        let utf8 = g.dfa(g.utf8);
-        let mut ids: rustc_hash::FxHashMap<(u16, u8), u16> = rustc_hash::FxHashMap::default();
-        let mut group = [ALONE; 256];
         let plain = |b: u8| b != b'"' && b != b'\\' && b >= 0x20;
+        // Refines `group` by `class`: a byte's new group is numbered by the first byte with the
+        // same pair, through a table of the pairs (groups so far by classes).
+        fn refine(group: &mut [u16; 256], class: impl Fn(u8) -> u8, plain: impl Fn(u8) -> bool) {
+            let groups = group
+                .iter()
+                .filter(|&&i| i != ALONE)
+                .max()
+                .map_or(0, |&i| i as usize + 1);
+            let width = (0..=255u8).map(&class).max().map_or(0, |c| c as usize + 1);
+            let mut ids = vec![ALONE; groups * width];
+            let mut next = 0u16;
+            for b in (0..=255u8).filter(|&b| plain(b)) {
+                let pair = group[b as usize] as usize * width + class(b) as usize;
+                if ids[pair] == ALONE {
+                    ids[pair] = next;
+                    next += 1;
+                }
+                group[b as usize] = ids[pair];
+            }
+        }
+        let utf8 = g.dfa(g.utf8);
+        let mut group = [ALONE; 256];
         for b in (0..=255u8).filter(|&b| plain(b)) {
             // A continuation byte adds no code point.
-            let start = u8::from((0x80..0xC0).contains(&b));
-            let next = ids.len() as u16;
-            group[b as usize] = *ids.entry((start as u16, utf8.class_of(b))).or_insert(next);
+            group[b as usize] = u16::from((0x80..0xC0).contains(&b));
         }
+        refine(&mut group, |b| utf8.class_of(b), plain);
         for &dfa in dfas {
             let dfa = g.dfa(dfa);
-            ids.clear();
-            for b in (0..=255u8).filter(|&b| plain(b)) {
-                let next = ids.len() as u16;
-                let key = (group[b as usize], dfa.class_of(b));
-                group[b as usize] = *ids.entry(key).or_insert(next);
-            }
+            refine(&mut group, |b| dfa.class_of(b), plain);
         }
         let groups = group
             .iter()
