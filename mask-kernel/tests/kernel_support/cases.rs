@@ -87,19 +87,21 @@ pub fn cases() -> Vec<Case> {
         },
         Case {
             // The same key and string lexers again and again, under frames that allow less each
-            // time: a key already seen, a property count reached, a shorter bound.
+            // time: a key already seen, a property count reached, a shorter bound on the same
+            // pattern.
             name: "same lexers, other frames",
             schema: json!({
                 "type": "array",
                 "items": {
                     "type": "object",
                     "properties": {
-                        "a": {"type": "string", "maxLength": 6},
-                        "b": {"type": "string", "maxLength": 2},
+                        "a": {"type": "string", "pattern": "^[^,]*$", "maxLength": 6},
+                        "b": {"type": "string", "pattern": "^[^,]*$", "maxLength": 2},
                         "c": {"type": "string"}
                     },
                     "required": ["a", "b"],
-                    "maxProperties": 2
+                    "maxProperties": 2,
+                    "additionalProperties": false
                 }
             }),
             valid: &[r#"[{"a":"abcdef","b":"xy"},{"b":"","a":"é\"1"},{"a":"a b","b":"c"}]"#],
