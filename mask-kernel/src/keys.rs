@@ -1,13 +1,14 @@
 //! The tables for the tokens that can end an object key, read from a character boundary
-//! outside an escape (where [`Split::KeyContent`](crate::Split) puts a key).
+//! outside an escape (where the recognizer gives a key a class: see
+//! [`Recognizer::close_class`](crate::Recognizer::close_class)).
 //!
 //! Each token holding a quote is cut at its first unescaped quote into the key content before
 //! it and the suffix after it. Only the tokens that JSON lets end a key are kept: those whose
 //! suffix is empty or starts with `:` or white space (the only bytes a key's quote can be
-//! followed by, whatever the schema); most tokens with a quote (`",`, `"}`, `")`) cannot. The session walks the distinct contents with the recognizer in
-//! lexeme-only mode, classes each accepted one by what ending the key there leads to
-//! ([`Recognizer::close_class`](crate::Recognizer::close_class)), and walks the distinct
-//! suffixes once per class with the full recognizer.
+//! followed by, whatever the schema); most tokens with a quote (`",`, `"}`, `")`) cannot. The
+//! session walks the distinct contents with the recognizer in lexeme-only mode, classes each
+//! accepted one by what ending the key there leads to, and walks the distinct suffixes once
+//! per class with the full recognizer.
 
 use std::collections::BTreeMap;
 

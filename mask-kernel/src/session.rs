@@ -700,14 +700,14 @@ impl<R: Recognizer> Session<R> {
         nodes
     }
 
-    /// For a key ([`Split::KeyContent`] or [`Split::Walk`]): adds the tokens that can end the key (see
-    /// [`KeyCloses`](crate::keys::KeyCloses)) that the recognizer accepts. The contents before
-    /// their unescaped quote are walked in lexeme-only mode, each accepted one classed by
-    /// [`Recognizer::close_class`]; for each class, the full recognizer pushes one content of
-    /// it, the quote, and the distinct suffixes. Most contents share a few classes (any key
-    /// that names no property), so the full recognizer runs a few times instead of once per
-    /// content. The tokens with more quotes are walked in full. `None` (nothing added) when
-    /// the recognizer has no classes here.
+    /// For a key ([`Split::KeyContent`] or [`Split::Walk`]): adds the tokens that can end the
+    /// key (see [`KeyCloses`](crate::keys::KeyCloses)) that the recognizer accepts. The
+    /// contents before their unescaped quote are walked in lexeme-only mode, each accepted one
+    /// classed by [`Recognizer::close_class`]; for each class, the full recognizer pushes one
+    /// content of it, the quote, and the distinct suffixes. Most contents share a few classes
+    /// (any key that names no property), so the full recognizer runs a few times instead of
+    /// once per content. The tokens with more quotes are walked in full. `None` (nothing
+    /// added) when the recognizer has no classes here.
     fn close_by_class(&mut self, kernel: &Kernel, out: &mut FixedBitSet) -> Option<u64> {
         let keys = kernel.key_closes();
         let mut classes = std::mem::take(&mut self.classes);
