@@ -150,14 +150,15 @@ impl Groups {
     /// and its class.
     fn new(g: &Grammar, dfas: &[DfaId]) -> Groups {
         let plain = |b: u8| b != b'"' && b != b'\\' && b >= 0x20;
-        // Refines `group` by `class`: a byte's new group is numbered by the first byte with the
-        // same pair, through a table of the pairs (groups so far by classes).
-        fn refine(group: &mut [u16; 256], class: impl Fn(u8) -> u8, plain: impl Fn(u8) -> bool) {
-            let groups = group
-                .iter()
-                .filter(|&&i| i != ALONE)
-                .max()
-                .map_or(0, |&i| i as usize + 1);
+        // Refines the `groups` groups of `group` by `class`: a byte's new group is numbered by
+        // the first byte with the same pair, through a table of the pairs (groups so far by
+        // classes). Returns the number of groups after.
+        fn refine(
+            group: &mut [u16; 256],
+            groups: usize,
+            class: impl Fn(u8) -> u8,
+            plain: impl Fn(u8) -> bool,
+        ) -> usize {
             let width = (0..=255u8).map(&class).max().map_or(0, |c| c as usize + 1);
             let mut ids = vec![ALONE; groups * width];
             let mut next = 0u16;
@@ -169,6 +170,7 @@ impl Groups {
                 }
                 group[b as usize] = ids[pair];
             }
+            next as usize
         }
         let utf8 = g.dfa(g.utf8);
         let mut group = [ALONE; 256];
@@ -176,16 +178,11 @@ impl Groups {
             // A continuation byte adds no code point.
             group[b as usize] = u16::from((0x80..0xC0).contains(&b));
         }
-        refine(&mut group, |b| utf8.class_of(b), plain);
+        let mut groups = refine(&mut group, 2, |b| utf8.class_of(b), plain);
         for &dfa in dfas {
             let dfa = g.dfa(dfa);
-            refine(&mut group, |b| dfa.class_of(b), plain);
+            groups = refine(&mut group, groups, |b| dfa.class_of(b), plain);
         }
-        let groups = group
-            .iter()
-            .filter(|&&i| i != ALONE)
-            .max()
-            .map_or(0, |&i| i as usize + 1);
         let mut start = vec![0u16; groups + 1];
         for &i in group.iter().filter(|&&i| i != ALONE) {
             start[i as usize + 1] += 1;
