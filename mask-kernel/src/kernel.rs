@@ -6,11 +6,13 @@ use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
 
 use crate::cache::Base;
-use crate::keys::KeyCloses;
+use crate::keys::{ClassMemo, KeyCloses};
 use recognizer::{LEVELS, QUOTE, TOP_LEVEL, key_content, spelled_in, string_content};
 
-/// Everything the kernel precomputes for one vocabulary. Immutable and `Send + Sync`: build it
-/// once per tokenizer and share it (`Arc`) between sessions and threads.
+/// Everything the kernel precomputes for one vocabulary. `Send + Sync`: build it once per
+/// tokenizer and share it (`Arc`) between sessions and threads. Its tables are immutable; it
+/// also remembers what sessions learnt that holds for every session (see
+/// [`ClassMemo`](crate::keys::ClassMemo)), bounded.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Kernel {
     /// Not stored with the tables: [`Kernel::load`] takes it, and checks its fingerprint.
@@ -52,6 +54,10 @@ pub struct Kernel {
     #[serde(with = "crate::persist::counted")]
     key_content: Counted,
     eos: Vec<TokenId>,
+    /// The first passes of classed key walks, remembered for every session (built at run
+    /// time, not stored).
+    #[serde(skip)]
+    class_memo: ClassMemo,
 }
 
 /// The levels below the top (see [`recognizer::CONTENT_LEVELS`]), by the index of their tables in a
@@ -215,6 +221,7 @@ impl Kernel {
             outside,
             key_content: (key_set, key_count),
             eos,
+            class_memo: ClassMemo::default(),
         })
     }
 
@@ -301,6 +308,17 @@ impl Kernel {
     /// The tokens that can end an object key.
     pub(crate) fn key_closes(&self) -> &KeyCloses {
         &self.keys
+    }
+
+    /// The first passes of classed key walks remembered so far.
+    pub(crate) fn class_memo(&self) -> &ClassMemo {
+        &self.class_memo
+    }
+
+    /// Forgets what sessions learnt for every session (the masks stay the same; the next
+    /// sessions learn it again). For tests and benchmarks that start from nothing learnt.
+    pub fn forget_learnt(&self) {
+        self.class_memo.clear();
     }
 
     /// The trie backend.

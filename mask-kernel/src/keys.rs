@@ -167,6 +167,91 @@ impl KeyCloses {
     }
 }
 
+/// What the first pass of a classed key walk found from a position a recognizer names (see
+/// [`Recognizer::close_classes_name`](crate::Recognizer::close_classes_name)): the contents it
+/// accepted, each with its class as a slot (numbered from 0 in the order met; the position's
+/// own class is slot 0), and per slot the bytes of its first content.
+#[derive(Debug)]
+pub(crate) struct Remembered {
+    /// Per slot: where its first content is in `bytes` (start, length).
+    pub(crate) rep: Vec<(u32, u32)>,
+    pub(crate) bytes: Vec<u8>,
+    /// (content id, slot) of every content accepted.
+    pub(crate) met: Vec<(u32, u32)>,
+}
+
+impl Remembered {
+    fn bytes(&self, name: &[u32]) -> usize {
+        64 + name.len() * 4 + self.rep.len() * 8 + self.bytes.len() + self.met.len() * 8
+    }
+}
+
+/// Most bytes the remembered passes of a kernel take (see [`ClassMemo`]).
+const MEMO_BYTES: usize = 4 << 20;
+
+/// The first passes of classed key walks, by the names of their positions, shared by every
+/// session of a kernel: what a pass finds depends on the grammar and the position alone, so a
+/// key of a schema that another request (or another item) walked before skips it. At most
+/// [`MEMO_BYTES`] (a few KiB a position); when a new pass would take it past that, it starts
+/// afresh.
+#[derive(Default)]
+pub(crate) struct ClassMemo {
+    inner: std::sync::Mutex<MemoInner>,
+}
+
+#[derive(Default)]
+struct MemoInner {
+    map: rustc_hash::FxHashMap<Box<[u32]>, std::sync::Arc<Remembered>>,
+    bytes: usize,
+}
+
+impl std::fmt::Debug for ClassMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (positions, bytes) = self.inner.lock().map_or((0, 0), |m| (m.map.len(), m.bytes));
+        f.debug_struct("ClassMemo")
+            .field("positions", &positions)
+            .field("bytes", &bytes)
+            .finish()
+    }
+}
+
+impl ClassMemo {
+    /// The pass remembered under `name`. (A lock poisoned by a panic elsewhere only turns the
+    /// memo off: what it holds is never half written.)
+    pub(crate) fn get(&self, name: &[u32]) -> Option<std::sync::Arc<Remembered>> {
+        self.inner.lock().ok()?.map.get(name).cloned()
+    }
+
+    /// Forgets everything.
+    pub(crate) fn clear(&self) {
+        if let Ok(mut m) = self.inner.lock() {
+            m.map.clear();
+            m.bytes = 0;
+        }
+    }
+
+    /// Remembers `found` under `name`.
+    pub(crate) fn put(&self, name: &[u32], found: Remembered) {
+        let Ok(mut m) = self.inner.lock() else {
+            return;
+        };
+        let size = found.bytes(name);
+        if size > MEMO_BYTES {
+            return;
+        }
+        if m.bytes + size > MEMO_BYTES {
+            m.map.clear();
+            m.bytes = 0;
+        }
+        if m.map
+            .insert(name.into(), std::sync::Arc::new(found))
+            .is_none()
+        {
+            m.bytes += size;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use vocab_index::{TokenId, TrieKind, VocabIndex, Vocabulary};

@@ -22,6 +22,10 @@
 //!    content bytes that a first, lexeme-only pass over them took (the full recognizer is slow
 //!    to refuse a byte of a string; the lexeme-only mode learns a table of successors as it
 //!    goes).
+//!    In an object key, the tokens that can end it are classed by a lexeme-only pass over
+//!    their contents (see [`Recognizer::close_class`]), and their suffixes walked once per
+//!    class; where the key takes any content, what that pass found is remembered in the
+//!    [`Kernel`] for every session (at most 4 MiB; see [`Kernel::forget_learnt`]).
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
 //!    subtree.
 //! 4. End of sequence is allowed exactly when the text is a complete document; special tokens

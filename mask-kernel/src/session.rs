@@ -9,6 +9,7 @@ use crate::cache::{Base, MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
 use crate::keys::NO_SUFFIX;
+use crate::keys::Remembered;
 use recognizer::{Close, QUOTE, Recognizer, Split, TOP_LEVEL};
 
 /// What one [`Session::mask`] call did.
@@ -339,19 +340,46 @@ struct Classes {
 /// In [`Classes::slot`]: a class not met in this walk.
 const NO_SLOT: u32 = u32::MAX;
 
+/// In [`Classes::rep`]: a slot [recalled](Classes::recall), whose class number is not known.
+const NO_CLASS: u32 = u32::MAX;
+
 /// Class numbers from this one up are taken as no class (the table is indexed by them).
 const MAX_CLASSES: u32 = 1 << 16;
 
 impl Classes {
     fn clear(&mut self) {
         for &(class, _, _) in &self.rep {
-            self.slot[class as usize] = NO_SLOT;
+            if class != NO_CLASS {
+                self.slot[class as usize] = NO_SLOT;
+            }
         }
         self.rep.clear();
         self.bytes.clear();
         self.quote.clear();
         self.met.clear();
         self.path.clear();
+    }
+
+    /// What the first pass found, to [recall](Classes::recall).
+    fn remember(&self) -> Remembered {
+        Remembered {
+            rep: self.rep.iter().map(|&(_, at, len)| (at, len)).collect(),
+            bytes: self.bytes.clone(),
+            met: self.met.clone(),
+        }
+    }
+
+    /// Takes up what a first pass found before (perhaps in another session, whose class
+    /// numbers differ), over a table whose only slot is the position's own class. The other
+    /// slots are not numbered by class: nothing looks them up until the table is cleared.
+    fn recall(&mut self, found: &Remembered) {
+        debug_assert_eq!(self.rep.len(), 1, "only the position's own class");
+        debug_assert_eq!(found.rep.first(), Some(&(0, 0)), "the root slot is empty");
+        for &(at, len) in &found.rep[1..] {
+            self.rep.push((NO_CLASS, at, len));
+        }
+        self.bytes.clone_from(&found.bytes);
+        self.met.clone_from(&found.met);
     }
 
     /// The slot of `class`, added (with the bytes pushed as its content) when new.
@@ -451,6 +479,8 @@ pub struct Session<R> {
     open: Vec<usize>,
     /// The classes of [`Session::close_by_class`].
     classes: Classes,
+    /// The name of a key position (see [`Recognizer::close_classes_name`]).
+    name: Vec<u32>,
 }
 
 impl<R: Recognizer> Session<R> {
@@ -471,6 +501,7 @@ impl<R: Recognizer> Session<R> {
             taken: Vec::new(),
             open: Vec::new(),
             classes: Classes::default(),
+            name: Vec::new(),
         }
     }
 
@@ -608,10 +639,12 @@ impl<R: Recognizer> Session<R> {
                     }
                     // A key (whose content is constrained or not) closes by class where the
                     // recognizer classes it; a string does not.
-                    Split::KeyContent | Split::Walk => match self.close_by_class(&kernel, out) {
-                        Some(nodes) => stats.nodes += nodes,
-                        None => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
-                    },
+                    Split::KeyContent | Split::Walk => {
+                        match self.close_by_class(&kernel, split == Split::KeyContent, out) {
+                            Some(nodes) => stats.nodes += nodes,
+                            None => stats.nodes += self.walk_quotes(kernel.quote_trie(), out),
+                        }
+                    }
                     Split::StringContent { .. } => {
                         stats.nodes += self.walk_quotes(kernel.quote_trie(), out);
                     }
@@ -708,7 +741,16 @@ impl<R: Recognizer> Session<R> {
     /// (any key that names no property), so the full recognizer runs a few times instead of
     /// once per content. The tokens with more quotes are walked in full. `None` (nothing
     /// added) when the recognizer has no classes here.
-    fn close_by_class(&mut self, kernel: &Kernel, out: &mut FixedBitSet) -> Option<u64> {
+    ///
+    /// When the key takes `any_content`, the first pass depends on the position alone: where
+    /// the recognizer names it, what the pass found is remembered under that name, for every
+    /// session of the kernel.
+    fn close_by_class(
+        &mut self,
+        kernel: &Kernel,
+        any_content: bool,
+        out: &mut FixedBitSet,
+    ) -> Option<u64> {
         let keys = kernel.key_closes();
         let mut classes = std::mem::take(&mut self.classes);
         classes.clear();
@@ -719,20 +761,30 @@ impl<R: Recognizer> Session<R> {
             return None;
         };
         let root = classes.slot(root);
-        let mut first = Classify {
-            rec: &mut self.rec,
-            classes: &mut classes,
-            unclassed: false,
-        };
-        keys.contents().walk(&mut first);
-        let unclassed = first.unclassed;
-        self.rec.set_lexeme_only(false);
-        if unclassed {
-            // Not expected (a recognizer's classes hold for a whole walk); the walk in full
-            // decides then.
-            self.classes = classes;
-            return None;
+        self.name.clear();
+        let named = any_content && self.rec.close_classes_name(&mut self.name);
+        let memo = kernel.class_memo();
+        if let Some(found) = named.then(|| memo.get(&self.name)).flatten() {
+            classes.recall(&found);
+        } else {
+            let mut first = Classify {
+                rec: &mut self.rec,
+                classes: &mut classes,
+                unclassed: false,
+            };
+            keys.contents().walk(&mut first);
+            if first.unclassed {
+                // Not expected (a recognizer's classes hold for a whole walk); the walk in
+                // full decides then.
+                self.rec.set_lexeme_only(false);
+                self.classes = classes;
+                return None;
+            }
+            if named {
+                memo.put(&self.name, classes.remember());
+            }
         }
+        self.rec.set_lexeme_only(false);
 
         let n = keys.suffixes().num_tokens();
         let mut hits = std::mem::take(&mut self.hits);

@@ -81,6 +81,19 @@ pub trait Recognizer {
     fn close_class(&mut self) -> Option<u32> {
         None
     }
+
+    /// In lexeme-only mode, inside a key that takes any content ([`Split::KeyContent`]), just
+    /// after lexeme-only mode was turned on: writes a name for the position into `name`,
+    /// under which a kernel may remember which contents pushed from here are accepted and how
+    /// [`Recognizer::close_class`] groups them after each (which contents share a class). Two
+    /// positions with the same name, of any recognizers at any time in the process, must
+    /// give the same answers (though they may number the classes differently).
+    ///
+    /// `false` (the default), with nothing written, when there is no such name; the kernel
+    /// then asks each time.
+    fn close_classes_name(&self, _name: &mut Vec<u32>) -> bool {
+        false
+    }
 }
 
 /// Where the recognizer is, for the kernel's split of the vocabulary: always inside a JSON

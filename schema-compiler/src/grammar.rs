@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
@@ -49,6 +50,8 @@ pub struct Grammar {
     pub(crate) canonical_live: Vec<Option<Arc<[u32]>>>,
     /// Whether values are hashed (some array has `uniqueItems`).
     pub(crate) needs_hash: bool,
+    /// A number no other grammar of the process has (see [`Grammar::next_id`]).
+    pub(crate) id: u64,
 }
 
 /// See [`Grammar::universal_flags`].
@@ -155,6 +158,14 @@ impl Grammar {
                 .map(|s| s.reach.len() * 8)
                 .sum::<usize>()
             + self.templates.len() * std::mem::size_of::<Option<ValueTemplate>>()
+    }
+
+    /// A number for a new grammar, which no other grammar of the process has: what a
+    /// matcher names for a mask kernel to remember (see `Matcher::close_classes_name`) starts
+    /// with it.
+    pub(crate) fn next_id() -> u64 {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        NEXT.fetch_add(1, Ordering::Relaxed)
     }
 
     pub(crate) fn dfa(&self, id: DfaId) -> &Dfa {

@@ -51,4 +51,8 @@ impl Recognizer for Matcher {
     fn close_class(&mut self) -> Option<u32> {
         Matcher::close_class(self)
     }
+
+    fn close_classes_name(&self, name: &mut Vec<u32>) -> bool {
+        Matcher::close_classes_name(self, name)
+    }
 }

@@ -452,6 +452,7 @@ impl Builder<'_> {
             literal_syntax,
             canonical_live,
             needs_hash,
+            id: Grammar::next_id(),
         })
     }
 
