@@ -48,7 +48,7 @@ impl Stored {
         }
     }
 
-    fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         match self {
             Stored::Dense(set, _) => set.len().div_ceil(8),
             Stored::Sparse(ids) | Stored::Based(_, ids, _) => ids.len() * 4,

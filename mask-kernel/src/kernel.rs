@@ -6,13 +6,14 @@ use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
 
 use crate::cache::Base;
-use crate::keys::{ClassMemo, KeyCloses};
+use crate::keys::KeyCloses;
+use crate::shared::Learnt;
 use recognizer::{LEVELS, QUOTE, TOP_LEVEL, key_content, spelled_in, string_content};
 
 /// Everything the kernel precomputes for one vocabulary. `Send + Sync`: build it once per
 /// tokenizer and share it (`Arc`) between sessions and threads. Its tables are immutable; it
-/// also remembers what sessions learnt that holds for every session (see
-/// [`ClassMemo`](crate::keys::ClassMemo)), bounded.
+/// also remembers what sessions learnt that holds for every session of a grammar (at most
+/// 20 MiB; see [`Kernel::forget_learnt`]).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Kernel {
     /// Not stored with the tables: [`Kernel::load`] takes it, and checks its fingerprint.
@@ -54,10 +55,9 @@ pub struct Kernel {
     #[serde(with = "crate::persist::counted")]
     key_content: Counted,
     eos: Vec<TokenId>,
-    /// The first passes of classed key walks, remembered for every session (built at run
-    /// time, not stored).
+    /// What sessions learnt for every session of a grammar (built at run time, not stored).
     #[serde(skip)]
-    class_memo: ClassMemo,
+    learnt: Learnt,
 }
 
 /// The levels below the top (see [`recognizer::CONTENT_LEVELS`]), by the index of their tables in a
@@ -221,7 +221,7 @@ impl Kernel {
             outside,
             key_content: (key_set, key_count),
             eos,
-            class_memo: ClassMemo::default(),
+            learnt: Learnt::default(),
         })
     }
 
@@ -310,15 +310,17 @@ impl Kernel {
         &self.keys
     }
 
-    /// The first passes of classed key walks remembered so far.
-    pub(crate) fn class_memo(&self) -> &ClassMemo {
-        &self.class_memo
+    /// What sessions learnt for every session of a grammar.
+    pub(crate) fn learnt(&self) -> &Learnt {
+        &self.learnt
     }
 
-    /// Forgets what sessions learnt for every session (the masks stay the same; the next
-    /// sessions learn it again). For tests and benchmarks that start from nothing learnt.
+    /// Forgets what sessions learnt for every session of a grammar: how key positions class
+    /// the tokens that can end a key (at most 4 MiB), and the tokens that stay inside a string
+    /// or key from a lexeme state (at most 16 MiB). The masks stay the same; the next sessions
+    /// learn it again. For tests and benchmarks that start from nothing learnt.
     pub fn forget_learnt(&self) {
-        self.class_memo.clear();
+        self.learnt.clear();
     }
 
     /// The trie backend.

@@ -24,8 +24,9 @@
 //!    goes).
 //!    In an object key, the tokens that can end it are classed by a lexeme-only pass over
 //!    their contents (see [`Recognizer::close_class`]), and their suffixes walked once per
-//!    class; where the key takes any content, what that pass found is remembered in the
-//!    [`Kernel`] for every session (at most 4 MiB; see [`Kernel::forget_learnt`]).
+//!    class. What the lexeme-only walks find depends on the grammar and the lexeme state
+//!    alone, so the [`Kernel`] remembers it for every session of a grammar (at most 20 MiB;
+//!    see [`Kernel::forget_learnt`]).
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
 //!    subtree.
 //! 4. End of sequence is allowed exactly when the text is a complete document; special tokens
@@ -84,6 +85,7 @@ mod kernel;
 mod keys;
 mod persist;
 mod session;
+mod shared;
 
 pub use apply::apply;
 pub use cache::{CacheStats, MaskCache};

@@ -9,7 +9,7 @@ use crate::cache::{Base, MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
 use crate::keys::NO_SUFFIX;
-use crate::keys::Remembered;
+use crate::shared::Remembered;
 use recognizer::{Close, QUOTE, Recognizer, Split, TOP_LEVEL};
 
 /// What one [`Session::mask`] call did.
@@ -609,7 +609,7 @@ impl<R: Recognizer> Session<R> {
                         let base = Base::StringContent { level, budget };
                         self.tally.start_from(out, base, set, *n);
                         if let Some(trie) = kernel.outside_level(level) {
-                            stats.nodes += self.walk_inside(cache, trie, out);
+                            stats.nodes += self.walk_inside(&kernel, cache, trie, out);
                         }
                     }
                     Split::KeyContent => {
@@ -618,7 +618,7 @@ impl<R: Recognizer> Session<R> {
                     }
                     Split::Walk => {
                         out.clear();
-                        stats.nodes += self.walk_inside(cache, kernel.trie(), out);
+                        stats.nodes += self.walk_inside(&kernel, cache, kernel.trie(), out);
                     }
                 }
                 match split {
@@ -663,15 +663,28 @@ impl<R: Recognizer> Session<R> {
     }
 
     /// Adds the tokens of `trie` that stay inside the current lexeme (the recognizer in
-    /// lexeme-only mode), cached under the split key.
+    /// lexeme-only mode), cached under the split key, and remembered in the kernel for every
+    /// session of the grammar where the recognizer names it.
     fn walk_inside(
         &mut self,
+        kernel: &Kernel,
         cache: &mut MaskCache,
         trie: &AnyIndex,
         out: &mut FixedBitSet,
     ) -> u64 {
         if let Some(m) = cache.get_inside(&self.split_key) {
             self.tally.add(out, m);
+            return 0;
+        }
+        let memo = &kernel.learnt().inside;
+        self.name.clear();
+        let named = self.rec.grammar_name().is_some_and(|g| {
+            self.name.extend_from_slice(&[g as u32, (g >> 32) as u32]);
+            self.name.extend_from_slice(&self.split_key);
+            true
+        });
+        if let Some(found) = named.then(|| memo.get(&self.name)).flatten() {
+            self.tally.add(out, &found);
             return 0;
         }
         let n = self.scratch.len();
@@ -686,6 +699,9 @@ impl<R: Recognizer> Session<R> {
         self.rec.set_lexeme_only(false);
         let set = self.scratch_tally.stored(&self.scratch);
         self.tally.add(out, &set);
+        if named {
+            memo.put(&self.name, set.clone(), set.bytes());
+        }
         cache.put_inside(&self.split_key, set);
         // Back to all zero, by the listed members when there is a list.
         if self.scratch_tally.dense {
@@ -742,9 +758,9 @@ impl<R: Recognizer> Session<R> {
     /// once per content. The tokens with more quotes are walked in full. `None` (nothing
     /// added) when the recognizer has no classes here.
     ///
-    /// When the key takes `any_content`, the first pass depends on the position alone: where
-    /// the recognizer names it, what the pass found is remembered under that name, for every
-    /// session of the kernel.
+    /// The first pass depends on the grammar, the position's lexer states and, unless the key
+    /// takes `any_content`, the frame (which the split key holds): where the recognizer names
+    /// them, what the pass found is remembered in the kernel for every session.
     fn close_by_class(
         &mut self,
         kernel: &Kernel,
@@ -761,9 +777,18 @@ impl<R: Recognizer> Session<R> {
             return None;
         };
         let root = classes.slot(root);
+        // The name: the grammar's, whether the key takes any content, the lexer states, and
+        // (when it does not) the split key, which holds what viability depends on.
         self.name.clear();
-        let named = any_content && self.rec.close_classes_name(&mut self.name);
-        let memo = kernel.class_memo();
+        let named = self.rec.grammar_name().is_some_and(|g| {
+            self.name
+                .extend_from_slice(&[g as u32, (g >> 32) as u32, any_content.into()]);
+            self.rec.close_classes_name(&mut self.name)
+        });
+        if named && !any_content {
+            self.name.extend_from_slice(&self.split_key);
+        }
+        let memo = &kernel.learnt().classes;
         if let Some(found) = named.then(|| memo.get(&self.name)).flatten() {
             classes.recall(&found);
         } else {
@@ -781,7 +806,9 @@ impl<R: Recognizer> Session<R> {
                 return None;
             }
             if named {
-                memo.put(&self.name, classes.remember());
+                let found = classes.remember();
+                let size = found.bytes();
+                memo.put(&self.name, found, size);
             }
         }
         self.rec.set_lexeme_only(false);

@@ -82,12 +82,22 @@ pub trait Recognizer {
         None
     }
 
-    /// In lexeme-only mode, inside a key that takes any content ([`Split::KeyContent`]), just
-    /// after lexeme-only mode was turned on: writes a name for the position into `name`,
-    /// under which a kernel may remember which contents pushed from here are accepted and how
-    /// [`Recognizer::close_class`] groups them after each (which contents share a class). Two
-    /// positions with the same name, of any recognizers at any time in the process, must
-    /// give the same answers (though they may number the classes differently).
+    /// A number for the grammar this recognizer follows: the same for every recognizer of
+    /// that grammar, and no other grammar's in the process. Under it a kernel may remember,
+    /// for every recognizer with the same number, the tokens without a quote that a
+    /// [`Split`]'s key allows, and the classes of a [named](Recognizer::close_classes_name)
+    /// key position. `None` (the default): the kernel remembers nothing beyond one recognizer.
+    fn grammar_name(&self) -> Option<u64> {
+        None
+    }
+
+    /// In lexeme-only mode, inside a key, just after lexeme-only mode was turned on: writes a
+    /// name for the position's lexer states into `name`. With the [grammar's
+    /// name](Recognizer::grammar_name), and with the [`Split::Walk`] key where the key does not
+    /// take any content ([`Split::KeyContent`]), it names which contents pushed from here are
+    /// accepted and how [`Recognizer::close_class`] groups them (which contents share a
+    /// class): two positions so named alike, of any recognizers at any time in the process,
+    /// must give the same answers (though they may number the classes differently).
     ///
     /// `false` (the default), with nothing written, when there is no such name; the kernel
     /// then asks each time.

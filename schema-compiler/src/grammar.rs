@@ -160,9 +160,9 @@ impl Grammar {
             + self.templates.len() * std::mem::size_of::<Option<ValueTemplate>>()
     }
 
-    /// A number for a new grammar, which no other grammar of the process has: what a
-    /// matcher names for a mask kernel to remember (see `Matcher::close_classes_name`) starts
-    /// with it.
+    /// A number for a new grammar, which no other grammar of the process has: a mask kernel
+    /// remembers what holds for every matcher of the grammar under it (see
+    /// [`recognizer::Recognizer::grammar_name`]).
     pub(crate) fn next_id() -> u64 {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         NEXT.fetch_add(1, Ordering::Relaxed)

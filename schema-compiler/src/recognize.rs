@@ -52,6 +52,10 @@ impl Recognizer for Matcher {
         Matcher::close_class(self)
     }
 
+    fn grammar_name(&self) -> Option<u64> {
+        Some(self.grammar().id)
+    }
+
     fn close_classes_name(&self, name: &mut Vec<u32>) -> bool {
         Matcher::close_classes_name(self, name)
     }

@@ -266,11 +266,12 @@ impl Matcher {
     }
 
     /// In lexeme-only mode inside a key, at the walker's base (see
-    /// [`recognizer::Recognizer::close_classes_name`]): writes the grammar's number, the DFAs
-    /// of the tracked leaves and the base node's decoder and DFA states into `name`. What a
-    /// byte does from a node, and a node's class, follow from these alone (and the grammar's
-    /// options), and under a key that takes any content every node keeps the key viable.
-    /// `false` (nothing written) where [`Matcher::close_class`] gives no classes.
+    /// [`recognizer::Recognizer::close_classes_name`]): writes the DFAs of the tracked leaves
+    /// and the base node's decoder and DFA states into `name`. What a byte does from a node,
+    /// and a node's class, follow from these alone (and the grammar); whether a node keeps the
+    /// key viable follows from them and the frame, which the split key holds (under a key
+    /// that takes any content, every node does). `false` (nothing written) where
+    /// [`Matcher::close_class`] gives no classes.
     pub fn close_classes_name(&self, name: &mut Vec<u32>) -> bool {
         let walk = &self.state.walk;
         if !walk.on || walk.is_str || !walk.close_by_states || walk.path.len() != 1 {
@@ -279,8 +280,7 @@ impl Matcher {
         let node = walk.path[0] as usize;
         let k = walk.idx.len();
         let core = walk.node_core[node];
-        let id = self.g.id;
-        name.extend_from_slice(&[id as u32, (id >> 32) as u32, k as u32]);
+        name.push(k as u32);
         name.extend_from_slice(&walk.dfas);
         name.extend_from_slice(&[core.esc as u32, core.uval, core.count, core.syn]);
         name.extend_from_slice(&walk.node_states[node * k..(node + 1) * k]);
