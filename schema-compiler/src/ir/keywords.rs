@@ -67,7 +67,7 @@ impl<'o> Lowering<'o> {
             if let Some((_, name)) = r.split_once('#')
                 && !name.is_empty()
                 && !name.starts_with('/')
-                && pointer_get(&self.docs[target.0], &target.1)
+                && pointer_get(self.docs[target.0], &target.1)
                     .and_then(|v| v.get("$dynamicAnchor"))
                     .and_then(Value::as_str)
                     == Some(name)

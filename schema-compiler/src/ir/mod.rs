@@ -233,7 +233,8 @@ const UNSUPPORTED_FORMATS: &[&str] = &["idn-email", "idn-hostname", "regex"];
 /// Turns schema documents into nodes.
 pub struct Lowering<'o> {
     options: &'o Options,
-    docs: Vec<Value>,
+    /// The documents: the root, then those loaded by reference (borrowed, never copied).
+    docs: Vec<&'o Value>,
     /// Base URI of each document.
     doc_base: Vec<Url>,
     /// Resource URI (no fragment) to its root location.
@@ -268,7 +269,7 @@ pub struct Lowering<'o> {
 impl<'o> Lowering<'o> {
     /// Prepares lowering of `root` with `remotes` available for references by URI.
     pub fn new(
-        root: &Value,
+        root: &'o Value,
         options: &'o Options,
         remotes: &'o HashMap<String, Value>,
         rounded: &'o RoundedNumbers,
@@ -293,7 +294,7 @@ impl<'o> Lowering<'o> {
             notes: Vec::new(),
         };
         let base = Url::parse(DEFAULT_BASE).expect("constant URL");
-        l.add_document(root.clone(), base)?;
+        l.add_document(root, base)?;
         Ok(l)
     }
 
@@ -380,7 +381,7 @@ impl<'o> Lowering<'o> {
     }
 
     fn lower_at(&mut self, loc: Loc) -> Result<NodeId, CompileError> {
-        let value = pointer_get(&self.docs[loc.0], &loc.1)
+        let value = pointer_get(self.docs[loc.0], &loc.1)
             .cloned()
             .ok_or_else(|| CompileError::Invalid {
                 keyword: "$ref".into(),

@@ -98,7 +98,11 @@ pub(super) fn without_fragment(u: &Url) -> String {
 pub(super) const DEFAULT_BASE: &str = "stencil:///root.json";
 
 impl<'o> Lowering<'o> {
-    pub(super) fn add_document(&mut self, value: Value, base: Url) -> Result<usize, CompileError> {
+    pub(super) fn add_document(
+        &mut self,
+        value: &'o Value,
+        base: Url,
+    ) -> Result<usize, CompileError> {
         let doc = self.docs.len();
         let draft = match value.get("$schema").and_then(Value::as_str) {
             Some(s) => draft_of_schema_uri(s).unwrap_or(self.options.default_draft),
@@ -124,14 +128,13 @@ impl<'o> Lowering<'o> {
         if self.scope.contains_key(&loc) {
             return Ok(());
         }
-        let Some(value) = pointer_get(&self.docs[doc], &ptr) else {
+        let Some(value) = pointer_get(self.docs[doc], &ptr) else {
             return Ok(());
         };
         let Value::Object(obj) = value else {
             self.scope.insert(loc, (base, draft));
             return Ok(());
         };
-        let obj = obj.clone();
         // `$schema` chooses the draft of a document or of an embedded resource (a subschema
         // with an identifier of the enclosing draft). Elsewhere it marks no boundary and is
         // ignored, and with it the identifier keyword of the draft it names (a draft-4 `id`
@@ -194,7 +197,7 @@ impl<'o> Lowering<'o> {
                 .push((a.to_string(), loc.clone()));
         }
         self.scope.insert(loc, (base.clone(), draft));
-        for (key, sub) in &obj {
+        for (key, sub) in obj {
             let kptr = format!("{}/{}", ptr, escape_token(key));
             match key.as_str() {
                 "properties" | "patternProperties" | "$defs" | "definitions"
@@ -266,11 +269,10 @@ impl<'o> Lowering<'o> {
         let res = match self.resources.get(&res_uri) {
             Some(r) => r.clone(),
             None => {
-                let doc = self
-                    .remotes
+                let remotes = self.remotes;
+                let doc = remotes
                     .get(&res_uri)
-                    .or_else(|| self.remotes.get(res_uri.trim_end_matches('#')))
-                    .cloned()
+                    .or_else(|| remotes.get(res_uri.trim_end_matches('#')))
                     .ok_or_else(|| {
                         unresolved(self, format!("no document is known for `{res_uri}`"))
                     })?;
@@ -285,7 +287,7 @@ impl<'o> Lowering<'o> {
         }
         if frag.starts_with('/') {
             let ptr = format!("{}{}", res.1, frag);
-            if pointer_get(&self.docs[res.0], &ptr).is_none() {
+            if pointer_get(self.docs[res.0], &ptr).is_none() {
                 return Err(unresolved(self, format!("no value at pointer `{frag}`")));
             }
             return Ok((res.0, ptr));

@@ -97,7 +97,7 @@ impl<'o> Lowering<'o> {
     pub(super) fn custom_meta_schema(&mut self, loc: &Loc) -> Option<(String, &'o Value)> {
         let (base, _) = self.scope_of(loc);
         let root = self.resources.get(&without_fragment(&base))?.clone();
-        let uri = pointer_get(&self.docs[root.0], &root.1)?
+        let uri = pointer_get(self.docs[root.0], &root.1)?
             .get("$schema")?
             .as_str()?
             .to_string();
