@@ -589,7 +589,9 @@ impl<R: Recognizer> Session<R> {
         Ok(stats)
     }
 
-    /// Computes the mask without any cache (for checks and benchmarks).
+    /// Computes the mask without a mask cache (for checks and benchmarks). What the kernel
+    /// remembers of lexeme-only walks for every session still serves (see
+    /// [`Kernel::forget_learnt`]).
     pub fn mask_uncached(&mut self, out: &mut FixedBitSet) -> Result<MaskStats, MaskError> {
         let mut cache = MaskCache::new(0);
         self.mask(&mut cache, out)
