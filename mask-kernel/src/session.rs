@@ -664,6 +664,18 @@ impl<R: Recognizer> Session<R> {
         }
     }
 
+    /// Starts `name` afresh with the grammar's name (see [`Recognizer::grammar_name`]), under
+    /// which the kernel remembers what holds for every session of it; `false` (`name` empty)
+    /// when the recognizer gives none.
+    fn name_grammar(&mut self) -> bool {
+        self.name.clear();
+        let Some(g) = self.rec.grammar_name() else {
+            return false;
+        };
+        self.name.extend_from_slice(&[g as u32, (g >> 32) as u32]);
+        true
+    }
+
     /// Adds the tokens of `trie` that stay inside the current lexeme (the recognizer in
     /// lexeme-only mode), cached under the split key, and remembered in the kernel for every
     /// session of the grammar where the recognizer names it.
@@ -679,12 +691,10 @@ impl<R: Recognizer> Session<R> {
             return 0;
         }
         let memo = &kernel.learnt().inside;
-        self.name.clear();
-        let named = self.rec.grammar_name().is_some_and(|g| {
-            self.name.extend_from_slice(&[g as u32, (g >> 32) as u32]);
+        let named = self.name_grammar();
+        if named {
             self.name.extend_from_slice(&self.split_key);
-            true
-        });
+        }
         if let Some(found) = named.then(|| memo.get(&self.name)).flatten() {
             self.tally.add(out, &found);
             return 0;
@@ -781,12 +791,10 @@ impl<R: Recognizer> Session<R> {
         let root = classes.slot(root);
         // The name: the grammar's, whether the key takes any content, the lexer states, and
         // (when it does not) the split key, which holds what viability depends on.
-        self.name.clear();
-        let named = self.rec.grammar_name().is_some_and(|g| {
-            self.name
-                .extend_from_slice(&[g as u32, (g >> 32) as u32, any_content.into()]);
+        let named = self.name_grammar() && {
+            self.name.push(any_content.into());
             self.rec.close_classes_name(&mut self.name)
-        });
+        };
         if named && !any_content {
             self.name.extend_from_slice(&self.split_key);
         }

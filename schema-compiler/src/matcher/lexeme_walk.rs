@@ -178,6 +178,7 @@ impl Groups {
             // A continuation byte adds no code point.
             group[b as usize] = u16::from((0x80..0xC0).contains(&b));
         }
+        // Two groups so far: continuation bytes and the others.
         let mut groups = refine(&mut group, 2, |b| utf8.class_of(b), plain);
         for &dfa in dfas {
             let dfa = g.dfa(dfa);
@@ -299,9 +300,7 @@ impl LexemeWalk {
         }
         let k = self.idx.len();
         self.words.clear();
-        self.words
-            .extend_from_slice(&[core.esc as u32, core.uval, core.count, core.syn]);
-        self.words.extend_from_slice(&self.states[from..from + k]);
+        node_words(&mut self.words, &core, &self.states[from..from + k]);
         if let Some(&id) = self.nodes.get(&self.words[..]) {
             return id;
         }
@@ -315,6 +314,12 @@ impl LexemeWalk {
         self.nodes.insert(self.words[..].into(), id);
         id
     }
+}
+
+/// Writes the words a node is known by: its decoder state, then its DFA states.
+pub(super) fn node_words(words: &mut Vec<u32>, core: &Core, states: &[u32]) {
+    words.extend_from_slice(&[core.esc as u32, core.uval, core.count, core.syn]);
+    words.extend_from_slice(states);
 }
 
 impl State {

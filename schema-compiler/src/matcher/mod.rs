@@ -279,11 +279,13 @@ impl Matcher {
         }
         let node = walk.path[0] as usize;
         let k = walk.idx.len();
-        let core = walk.node_core[node];
         name.push(k as u32);
         name.extend_from_slice(&walk.dfas);
-        name.extend_from_slice(&[core.esc as u32, core.uval, core.count, core.syn]);
-        name.extend_from_slice(&walk.node_states[node * k..(node + 1) * k]);
+        lexeme_walk::node_words(
+            name,
+            &walk.node_core[node],
+            &walk.node_states[node * k..(node + 1) * k],
+        );
         true
     }
 
