@@ -7,13 +7,17 @@ use vocab_index::{AnyIndex, TokenId, TrieKind, VocabIndex, Vocabulary};
 
 use crate::cache::Base;
 use crate::keys::KeyCloses;
+use crate::numbers::{ByteClasses, NumberTrie, NumberTries};
 use crate::shared::Learnt;
-use recognizer::{LEVELS, QUOTE, TOP_LEVEL, key_content, spelled_in, string_content};
+use recognizer::{
+    LEVELS, NUMBER_BYTES, QUOTE, TOP_LEVEL, is_numeric, key_content, spelled_in, string_content,
+};
 
 /// Everything the kernel precomputes for one vocabulary. `Send + Sync`: build it once per
 /// tokenizer and share it (`Arc`) between sessions and threads. Its tables are immutable; it
 /// also remembers what sessions learnt that holds for every session of a grammar (at most
-/// 20 MiB; see [`Kernel::forget_learnt`]).
+/// 20 MiB; see [`Kernel::forget_learnt`]), and the numeric tokens by the byte classes met
+/// (at most 4 MiB).
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Kernel {
     /// Not stored with the tables: [`Kernel::load`] takes it, and checks its fingerprint.
@@ -55,6 +59,16 @@ pub struct Kernel {
     #[serde(with = "crate::persist::counted")]
     key_content: Counted,
     eos: Vec<TokenId>,
+    /// The numeric tokens (spelled only in [`NUMBER_BYTES`]), by id.
+    numeric: Vec<TokenId>,
+    /// The other tokens that start with a byte of [`NUMBER_BYTES`]: a walk takes the numeric
+    /// ones by class, and these and the tokens of `trie` with another first byte in full.
+    number_led: AnyIndex,
+    /// The first bytes of `number_led`'s tokens, as a set of 256 bits.
+    number_led_first: [u64; 4],
+    /// Number tries by byte classes, built when first met (at run time, not stored).
+    #[serde(skip)]
+    number_tries: NumberTries,
     /// What sessions learnt for every session of a grammar (built at run time, not stored).
     #[serde(skip)]
     learnt: Learnt,
@@ -205,6 +219,21 @@ impl Kernel {
             }
         }
         let eos = vocab.eos_ids().to_vec();
+        let (numeric, number_led): (Vec<TokenId>, Vec<TokenId>) = vocab
+            .indexable_ids()
+            .filter(|&id| {
+                vocab
+                    .bytes(id)
+                    .first()
+                    .is_some_and(|b| NUMBER_BYTES.contains(b))
+            })
+            .partition(|&id| is_numeric(vocab.bytes(id)));
+        let mut number_led_first = [0u64; 4];
+        for &id in &number_led {
+            let b = vocab.bytes(id)[0] as usize;
+            number_led_first[b / 64] |= 1 << (b % 64);
+        }
+        let number_led = AnyIndex::build(kind, &vocab, number_led)?;
         Ok(Kernel {
             vocab,
             trie,
@@ -221,6 +250,10 @@ impl Kernel {
             outside,
             key_content: (key_set, key_count),
             eos,
+            numeric,
+            number_led,
+            number_led_first,
+            number_tries: NumberTries::default(),
             learnt: Learnt::default(),
         })
     }
@@ -242,7 +275,8 @@ impl Kernel {
             .chain(&self.close_empty)
             .chain(&self.close_escaped_empty)
             .map(|&(_, id)| id)
-            .chain(self.eos.iter().copied());
+            .chain(self.eos.iter().copied())
+            .chain(self.numeric.iter().copied());
         sets.into_iter().all(|(set, _)| set.len() == n)
             && ids.into_iter().all(|id| id.as_usize() < n)
             && self.keys.fit(n)
@@ -303,6 +337,27 @@ impl Kernel {
     /// The tokens whose content before the first quote has a backslash.
     pub(crate) fn escaped_quote_trie(&self) -> &AnyIndex {
         &self.escaped_quote_trie
+    }
+
+    /// The tokens that start with a byte of [`NUMBER_BYTES`] and are not numeric.
+    pub(crate) fn number_led(&self) -> &AnyIndex {
+        &self.number_led
+    }
+
+    /// The first bytes of [`Kernel::number_led`]'s tokens (a set of 256 bits).
+    pub(crate) fn number_led_first(&self) -> &[u64; 4] {
+        &self.number_led_first
+    }
+
+    /// The numeric tokens by `classes` (canonical), the first byte too when `first_classed`
+    /// (see [`crate::numbers`]).
+    pub(crate) fn number_trie(
+        &self,
+        classes: &ByteClasses,
+        first_classed: bool,
+    ) -> Arc<NumberTrie> {
+        self.number_tries
+            .get(&self.vocab, &self.numeric, classes, first_classed)
     }
 
     /// The tokens that can end an object key.
@@ -427,5 +482,7 @@ impl Kernel {
                 .sum::<usize>()
             + self.outside.iter().map(|t| t.memory_bytes()).sum::<usize>()
             + self.key_content.0.len() / 8
+            + self.numeric.len() * 4
+            + self.number_led.memory_bytes()
     }
 }

@@ -9,8 +9,9 @@ use crate::cache::{Base, MaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
 use crate::keys::NO_SUFFIX;
+use crate::numbers::{ByteClasses, EXACT, NumberTrie, canonical};
 use crate::shared::Remembered;
-use recognizer::{Close, QUOTE, Recognizer, Split, TOP_LEVEL};
+use recognizer::{Close, NUMBER_BYTES, QUOTE, Recognizer, Split, TOP_LEVEL};
 
 /// What one [`Session::mask`] call did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -437,6 +438,76 @@ impl<R: Recognizer> TrieVisitor for Classify<'_, R> {
     }
 }
 
+/// The bytes of [`NUMBER_BYTES`] as a set of 256 bits.
+const NUMBER_SET: [u64; 4] = {
+    let mut set = [0u64; 4];
+    let mut i = 0;
+    while i < NUMBER_BYTES.len() {
+        let b = NUMBER_BYTES[i] as usize;
+        set[b / 64] |= 1 << (b % 64);
+        i += 1;
+    }
+    set
+};
+
+/// Below a first byte with fewer nodes than this, the numeric tokens are walked byte by byte:
+/// asking the recognizer for classes would cost more.
+const CLASSED_BELOW: u32 = 16;
+
+/// Passes on a walk but for the subtrees of the root's children with a byte of
+/// [`NUMBER_BYTES`].
+struct NotNumberLed<'a, V> {
+    inner: &'a mut V,
+    /// Accepted pushes not yet popped.
+    depth: usize,
+}
+
+impl<V: TrieVisitor> TrieVisitor for NotNumberLed<'_, V> {
+    #[inline(always)]
+    fn push_byte(&mut self, byte: u8) -> bool {
+        if self.depth == 0 && NUMBER_SET[byte as usize / 64] >> (byte % 64) & 1 != 0 {
+            return false;
+        }
+        let ok = self.inner.push_byte(byte);
+        self.depth += ok as usize;
+        ok
+    }
+
+    #[inline(always)]
+    fn pop_bytes(&mut self, n: usize) {
+        self.depth -= n;
+        self.inner.pop_bytes(n);
+    }
+
+    #[inline(always)]
+    fn token(&mut self, id: TokenId) {
+        self.inner.token(id);
+    }
+}
+
+/// Adds the tokens below `node` of `trie` that `rec` accepts, pushing one byte per node.
+fn walk_numbers<R: Recognizer>(
+    rec: &mut R,
+    trie: &NumberTrie,
+    node: u32,
+    out: &mut FixedBitSet,
+    tally: &mut Tally,
+) -> u64 {
+    let mut nodes = 0;
+    for &(byte, child) in trie.edges(node) {
+        if !rec.try_push_byte(byte) {
+            continue;
+        }
+        nodes += 1;
+        for &id in trie.tokens(child) {
+            tally.insert(out, id.as_usize());
+        }
+        nodes += walk_numbers(rec, trie, child, out, tally);
+        rec.pop_bytes(1);
+    }
+    nodes
+}
+
 fn walk<R: Recognizer>(
     trie: &AnyIndex,
     rec: &mut R,
@@ -479,6 +550,8 @@ pub struct Session<R> {
     open: Vec<usize>,
     /// The classes of [`Session::close_by_class`].
     classes: Classes,
+    /// The number trie last used, with its classes.
+    numbers: Option<((ByteClasses, bool), Arc<NumberTrie>)>,
     /// The name of a key position (see [`Recognizer::close_classes_name`]).
     name: Vec<u32>,
 }
@@ -502,6 +575,7 @@ impl<R: Recognizer> Session<R> {
             open: Vec::new(),
             classes: Classes::default(),
             name: Vec::new(),
+            numbers: None,
         }
     }
 
@@ -654,12 +728,107 @@ impl<R: Recognizer> Session<R> {
             }
             _ => {
                 out.clear();
-                stats.nodes += walk(kernel.trie(), &mut self.rec, out, &mut self.tally);
+                stats.nodes += self.walk_all(&kernel, out);
             }
         }
         if self.rec.is_accepting() {
             for id in kernel.eos() {
                 self.tally.insert(out, id.as_usize());
+            }
+        }
+    }
+
+    /// Adds every token the recognizer accepts: the numeric ones (see [`crate::numbers`]) by
+    /// byte class where the recognizer gives classes after their first byte, and the others
+    /// token by token, in two tries split by their first byte.
+    fn walk_all(&mut self, kernel: &Kernel, out: &mut FixedBitSet) -> u64 {
+        let given = self.rec.next_bytes_hint();
+        let hint = given.unwrap_or([u64::MAX; 4]);
+        let mut w = Walk {
+            rec: &mut self.rec,
+            mask: out,
+            tally: &mut self.tally,
+            nodes: 0,
+        };
+        match given {
+            Some(hint) => {
+                let other = std::array::from_fn(|i| hint[i] & !NUMBER_SET[i]);
+                walk_hinted(kernel.trie(), Some(other), &mut w);
+            }
+            None => kernel.trie().walk(&mut NotNumberLed {
+                inner: &mut w,
+                depth: 0,
+            }),
+        }
+        let mut nodes = w.nodes;
+        // Inside a number already, the numeric tokens are walked by class from their first
+        // byte.
+        let mut classes = EXACT;
+        let classed = self.rec.number_classes(&mut classes);
+        if classed {
+            let trie = self.number_trie(kernel, &classes, true);
+            nodes += walk_numbers(&mut self.rec, &trie, 0, out, &mut self.tally);
+        }
+        // Otherwise each first byte of `NUMBER_BYTES` is pushed once, for both the other
+        // tokens that start with it and the numeric ones.
+        let led = kernel.number_led();
+        let exact = kernel.number_trie(&EXACT, false);
+        for (i, &b) in NUMBER_BYTES.iter().enumerate() {
+            let has = |set: &[u64; 4]| set[b as usize / 64] >> (b % 64) & 1 != 0;
+            let first = exact.first(i).filter(|_| !classed);
+            let below = has(kernel.number_led_first())
+                .then(|| led.child(led.root(), b))
+                .flatten();
+            if !has(&hint) || (first.is_none() && below.is_none()) || !self.rec.try_push_byte(b) {
+                continue;
+            }
+            nodes += 1;
+            if let Some(below) = below {
+                let mut w = Walk {
+                    rec: &mut self.rec,
+                    mask: out,
+                    tally: &mut self.tally,
+                    nodes: 0,
+                };
+                led.walk_below(below, &mut w);
+                nodes += w.nodes;
+            }
+            if let Some(first) = first {
+                // Classes matter only below the first byte, and pay where many tokens are.
+                let (trie, node) =
+                    if exact.below(i) >= CLASSED_BELOW && self.rec.number_classes(&mut classes) {
+                        let trie = self.number_trie(kernel, &classes, false);
+                        // Every trie holds the same first bytes.
+                        let node = trie.first(i).expect("a numeric token starts with it");
+                        (trie, node)
+                    } else {
+                        (exact.clone(), first)
+                    };
+                for &id in trie.tokens(node) {
+                    self.tally.insert(out, id.as_usize());
+                }
+                nodes += walk_numbers(&mut self.rec, &trie, node, out, &mut self.tally);
+            }
+            self.rec.pop_bytes(1);
+        }
+        nodes
+    }
+
+    /// The kernel's number trie for `classes` (as the recognizer wrote them), the one last
+    /// used when it is the same.
+    fn number_trie(
+        &mut self,
+        kernel: &Kernel,
+        classes: &ByteClasses,
+        first_classed: bool,
+    ) -> Arc<NumberTrie> {
+        let key = (canonical(classes), first_classed);
+        match &self.numbers {
+            Some((k, trie)) if *k == key => trie.clone(),
+            _ => {
+                let trie = kernel.number_trie(&key.0, first_classed);
+                self.numbers = Some((key, trie.clone()));
+                trie
             }
         }
     }

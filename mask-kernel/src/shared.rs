@@ -100,7 +100,7 @@ impl<V> std::fmt::Debug for SharedMemo<V> {
 }
 
 impl<V> SharedMemo<V> {
-    fn new(limit: usize, entries: usize) -> SharedMemo<V> {
+    pub(crate) fn new(limit: usize, entries: usize) -> SharedMemo<V> {
         SharedMemo {
             inner: Mutex::new(Inner {
                 map: None,

@@ -100,4 +100,4 @@ pub use levels::{
     CONTENT_LEVELS, FILLER, LEVELS, PLAIN_LEVEL, SPACE_LEVEL, TOP_LEVEL, UNICODE_SPACES,
     content_level_allows, is_unicode_space, level_is_plain, spelled_in,
 };
-pub use recognizer::{Close, QUOTE, Recognizer, Split};
+pub use recognizer::{Close, NUMBER_BYTES, QUOTE, Recognizer, Split, is_numeric};

@@ -6,6 +6,15 @@ use crate::FILLER;
 /// key, ends at its first `"` outside an escape.
 pub const QUOTE: u8 = b'"';
 
+/// The bytes a JSON number is spelled in, in increasing order: a token spelled only in them
+/// ([`is_numeric`]) can only continue a number (or a literal, whose letters include `e`).
+pub const NUMBER_BYTES: [u8; 15] = *b"+-.0123456789Ee";
+
+/// Whether `bytes` is a non-empty run of [`NUMBER_BYTES`].
+pub fn is_numeric(bytes: &[u8]) -> bool {
+    !bytes.is_empty() && bytes.iter().all(|b| NUMBER_BYTES.contains(b))
+}
+
 /// A byte-level recognizer with undo: the only thing a mask kernel knows about a grammar.
 ///
 /// `try_push_byte` must leave the state unchanged when it returns `false`, and must return
@@ -102,6 +111,17 @@ pub trait Recognizer {
     /// `false` (the default), with nothing written, when there is no such name; the kernel
     /// then asks each time.
     fn close_classes_name(&self, _name: &mut Vec<u32>) -> bool {
+        false
+    }
+    /// Inside a number: writes a class for each byte of [`NUMBER_BYTES`] (`classes[i]` for
+    /// `NUMBER_BYTES[i]`; equal numbers, one class) such that, from here, in any run of
+    /// [`NUMBER_BYTES`], replacing a byte by another of its class changes neither which bytes
+    /// are accepted nor the state reached. A kernel then walks the [numeric](is_numeric)
+    /// tokens by class, once per distinct run of classes, instead of once per token (a
+    /// vocabulary may hold a thousand tokens of three digits).
+    ///
+    /// `false` (the default), with nothing promised, where no such classes are known.
+    fn number_classes(&self, _classes: &mut [u8; NUMBER_BYTES.len()]) -> bool {
         false
     }
 }

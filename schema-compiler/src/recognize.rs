@@ -4,7 +4,7 @@
 //! nothing of schemas. A matcher's state can always be cached (its key is exact), and inside
 //! a string or key it offers the kernel a [`Split`] (see [`Matcher::split`]).
 
-use recognizer::{Recognizer, Split};
+use recognizer::{NUMBER_BYTES, Recognizer, Split};
 
 use crate::Matcher;
 
@@ -58,5 +58,9 @@ impl Recognizer for Matcher {
 
     fn close_classes_name(&self, name: &mut Vec<u32>) -> bool {
         Matcher::close_classes_name(self, name)
+    }
+
+    fn number_classes(&self, classes: &mut [u8; NUMBER_BYTES.len()]) -> bool {
+        Matcher::number_classes(self, classes)
     }
 }

@@ -179,6 +179,34 @@ pub fn cases() -> Vec<Case> {
             valid: &["[12,5,7]", "[3,12,40]"],
         },
         Case {
+            // Ranges whose DFAs class digits apart, numbers under `oneOf` and `not`, one number
+            // after another in an array, numeric enum members: the kernel walks numeric tokens
+            // by the classes the obligations give.
+            name: "numbers by class",
+            schema: json!({
+                "type": "object",
+                "properties": {
+                    "r": {"type": "integer", "minimum": 17, "maximum": 254},
+                    "o": {"oneOf": [
+                        {"type": "integer", "maximum": 5},
+                        {"type": "number", "minimum": 3.25}
+                    ]},
+                    "n": {"not": {"type": "integer", "minimum": 100}},
+                    "a": {
+                        "type": "array",
+                        "items": {"type": "number", "exclusiveMinimum": -0.5, "maximum": 1000}
+                    },
+                    "e": {"enum": [10, 105, 0.25, -7]}
+                },
+                "required": ["r", "o", "n", "a", "e"],
+                "additionalProperties": false
+            }),
+            valid: &[
+                r#"{"r":199,"o":2,"n":99.5,"a":[0,12.75,999,100],"e":105}"#,
+                r#"{"r":17,"o":1234.5,"n":-3,"a":[],"e":0.25}"#,
+            ],
+        },
+        Case {
             name: "nested objects with defaults",
             schema: json!({
                 "type": "object",

@@ -8,7 +8,7 @@
 use super::Matcher;
 use super::state::{FrameKind, LexKind, Mode, Role};
 use super::viability::{DeadSinks, every};
-use recognizer::{Close, LEVELS, Split, TOP_LEVEL};
+use recognizer::{Close, LEVELS, NUMBER_BYTES, Split, TOP_LEVEL};
 
 use crate::dfa::level_is_plain;
 use crate::options::KeyEscapes;
@@ -241,6 +241,55 @@ impl Matcher {
         key.push(u32::MAX);
         self.lexeme_key(key);
         Some(Split::Walk)
+    }
+
+    /// Inside a number, where DFAs alone read its bytes: the classes of [`NUMBER_BYTES`] that
+    /// every DFA reading them (the number's syntax and each live obligation's lexer) puts
+    /// alike (see [`recognizer::Recognizer::number_classes`]). A byte moves each of them by
+    /// its class, and the number's viability is decided by their states, so two bytes
+    /// classed alike by all of them reach the same state. `false` where the text of the
+    /// number is kept (any notation, or value hashing: its bytes are read themselves), and in
+    /// lexeme-only mode.
+    pub fn number_classes(&self, classes: &mut [u8; NUMBER_BYTES.len()]) -> bool {
+        let st = &self.state;
+        let g = &*self.g;
+        if st.walk.on || st.lex.kind != LexKind::Num || g.needs_hash {
+            return false;
+        }
+        if g.options.numbers.any_notation {
+            return false;
+        }
+        let f = &st.frames[st.top()];
+        let mut dfas = std::iter::once(st.lex.syntax).chain(
+            st.obligations[f.slot_start as usize..f.slot_end as usize]
+                .iter()
+                .filter(|o| !o.failed)
+                .map(|o| g.lexers[o.lexer as usize].dfa),
+        );
+        // Each byte's classes, eight DFAs to a word; more words while DFAs are left.
+        *classes = [0; NUMBER_BYTES.len()];
+        loop {
+            let mut word = [0u64; NUMBER_BYTES.len()];
+            let mut more = false;
+            for (j, d) in dfas.by_ref().take(8).enumerate() {
+                let d = g.dfa(d);
+                for (w, &b) in word.iter_mut().zip(&NUMBER_BYTES) {
+                    *w |= (d.class_of(b) as u64) << (8 * j);
+                }
+                more = j == 7;
+            }
+            // A byte's class: the first byte alike so far and in this word.
+            let was = *classes;
+            for i in 0..NUMBER_BYTES.len() {
+                classes[i] = (0..=i)
+                    .find(|&j| was[j] == was[i] && word[j] == word[i])
+                    .unwrap_or(i) as u8;
+            }
+            if !more {
+                break;
+            }
+        }
+        true
     }
 
     /// Writes the key of the lexeme state: equal keys accept the same tokens without `"`.
