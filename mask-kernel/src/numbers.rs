@@ -55,6 +55,20 @@ pub(crate) struct NumberTrie {
 /// In [`NumberTrie::first`]: no numeric token starts with the byte.
 const NO_NODE: u32 = u32::MAX;
 
+/// The index of `b` in [`NUMBER_BYTES`].
+fn index_of(b: u8) -> Option<usize> {
+    const INDEX: [u8; 256] = {
+        let mut t = [u8::MAX; 256];
+        let mut i = 0;
+        while i < NUMBER_BYTES.len() {
+            t[NUMBER_BYTES[i] as usize] = i as u8;
+            i += 1;
+        }
+        t
+    };
+    Some(INDEX[b as usize] as usize).filter(|&i| i < NUMBER_BYTES.len())
+}
+
 impl NumberTrie {
     /// The trie of `numeric` (tokens of `vocab` that are numeric) under `classes`, which
     /// [`canonical`] wrote; the first byte too is spelled by its class when `first_classed`.
@@ -64,68 +78,87 @@ impl NumberTrie {
         classes: &ByteClasses,
         first_classed: bool,
     ) -> NumberTrie {
-        let index = |b: u8| NUMBER_BYTES.iter().position(|&n| n == b);
-        let mut spelled: Vec<(Vec<u8>, TokenId)> = numeric
-            .iter()
-            .filter_map(|&id| {
-                let bytes = vocab.bytes(id);
-                let (&first, rest) = bytes.split_first()?;
-                let mut path = Vec::with_capacity(bytes.len());
-                path.push(match first_classed {
-                    true => NUMBER_BYTES[classes[index(first)?] as usize],
-                    false => first,
-                });
-                for &b in rest {
-                    path.push(NUMBER_BYTES[classes[index(b)?] as usize]);
-                }
-                Some((path, id))
-            })
-            .collect();
-        spelled.sort_unstable();
-        // Children and tokens per node, while building; then laid out flat.
-        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
-        let mut tokens: Vec<Vec<TokenId>> = vec![Vec::new()];
-        for (path, id) in spelled {
+        const K: usize = NUMBER_BYTES.len();
+        // Children by the index (in `NUMBER_BYTES`) of the byte pushed, and each token's node,
+        // in the order met; then laid out flat, depth first.
+        let mut kids: Vec<[u32; K]> = vec![[NO_NODE; K]];
+        let mut at: Vec<(u32, TokenId)> = Vec::with_capacity(numeric.len());
+        for &id in numeric {
             let mut node = 0usize;
-            for &b in &path {
-                node = match children[node].iter().find(|&&(c, _)| c == b) {
-                    Some(&(_, child)) => child as usize,
-                    None => {
-                        let child = children.len();
-                        children.push(Vec::new());
-                        tokens.push(Vec::new());
-                        children[node].push((b, child as u32));
+            for (k, &b) in vocab.bytes(id).iter().enumerate() {
+                let Some(i) = index_of(b) else {
+                    node = usize::MAX;
+                    break;
+                };
+                let c = if k == 0 && !first_classed {
+                    i
+                } else {
+                    classes[i] as usize
+                };
+                node = match kids[node][c] {
+                    NO_NODE => {
+                        kids.push([NO_NODE; K]);
+                        let child = kids.len() - 1;
+                        kids[node][c] = child as u32;
                         child
                     }
+                    child => child as usize,
                 };
             }
-            tokens[node].push(id);
+            if node != usize::MAX && node != 0 {
+                at.push((node as u32, id));
+            }
+        }
+        // Depth first: each node's number, and the end of its subtree.
+        let mut order = vec![NO_NODE; kids.len()];
+        let mut end = vec![0u32; kids.len()];
+        let mut next = 0u32;
+        let mut stack = vec![(0usize, 0usize)];
+        order[0] = 0;
+        next += 1;
+        while let Some((node, c)) = stack.pop() {
+            match (c..K).find(|&c| kids[node][c] != NO_NODE) {
+                Some(c) => {
+                    stack.push((node, c + 1));
+                    let child = kids[node][c] as usize;
+                    order[child] = next;
+                    next += 1;
+                    stack.push((child, 0));
+                }
+                None => end[order[node] as usize] = next,
+            }
+        }
+        let mut by_node: Vec<Vec<TokenId>> = vec![Vec::new(); kids.len()];
+        for (node, id) in at {
+            by_node[order[node as usize] as usize].push(id);
+        }
+        let mut flat: Vec<&[u32; K]> = vec![&kids[0]; kids.len()];
+        for (node, k) in kids.iter().enumerate() {
+            flat[order[node] as usize] = k;
         }
         let mut trie = NumberTrie {
             edge_at: vec![0],
             edges: Vec::new(),
             token_at: vec![0],
             tokens: Vec::new(),
-            first: [NO_NODE; NUMBER_BYTES.len()],
-            below: [0; NUMBER_BYTES.len()],
+            first: [NO_NODE; K],
+            below: [0; K],
         };
-        for (c, t) in children.into_iter().zip(tokens) {
-            trie.edges.extend(c);
+        for (k, ids) in flat.iter().zip(&by_node) {
+            for (c, &child) in k.iter().enumerate() {
+                if child != NO_NODE {
+                    trie.edges.push((NUMBER_BYTES[c], order[child as usize]));
+                }
+            }
             trie.edge_at.push(trie.edges.len() as u32);
-            trie.tokens.extend(t);
+            trie.tokens.extend(ids);
             trie.token_at.push(trie.tokens.len() as u32);
         }
-        // Nodes are numbered in the order they were made: a subtree's after its root's.
-        let roots: Vec<(u8, u32)> = trie.edges(0).to_vec();
-        let ends = roots
-            .iter()
-            .skip(1)
-            .map(|&(_, c)| c)
-            .chain([trie.token_at.len() as u32 - 1]);
-        for (&(b, child), end) in roots.iter().zip(ends) {
-            if let Some(i) = index(b) {
-                trie.first[i] = child;
-                trie.below[i] = end - child - 1;
+        for (c, &child) in kids[0].iter().enumerate() {
+            if child != NO_NODE {
+                let n = order[child as usize];
+                trie.first[c] = n;
+                trie.below[c] = end[n as usize] - n - 1;
             }
         }
         trie
