@@ -37,8 +37,10 @@ pub(crate) struct KeyCloses {
     contents: AnyIndex,
     /// The distinct non-empty suffixes after those quotes.
     suffixes: AnyIndex,
-    /// Per content: (suffix id or [`NO_SUFFIX`], token), by suffix id.
-    tokens: Vec<Vec<(u32, TokenId)>>,
+    /// Per content `c`: (suffix id or [`NO_SUFFIX`], token), by suffix id, in
+    /// `tokens[token_at[c]..token_at[c + 1]]` (one table: a mask reads the contents in order).
+    token_at: Vec<u32>,
+    tokens: Vec<(u32, TokenId)>,
     /// As `tokens`, for the tokens that start with a quote.
     root: Vec<(u32, TokenId)>,
     /// Tokens with valid content before their unescaped quote and two or more quotes after it:
@@ -114,10 +116,17 @@ impl KeyCloses {
         }
         let root = by_content.remove(&b""[..]).unwrap_or_default();
         let contents = Vocabulary::new(by_content.keys().copied(), [])?;
+        let mut token_at = vec![0];
+        let mut tokens = Vec::new();
+        for list in by_content.values() {
+            tokens.extend_from_slice(list);
+            token_at.push(tokens.len() as u32);
+        }
         Ok(KeyCloses {
             contents: AnyIndex::new(kind, &contents)?,
             suffixes: AnyIndex::new(kind, &Vocabulary::new(suffixes, [])?)?,
-            tokens: by_content.into_values().collect(),
+            token_at,
+            tokens,
             root,
             multi: AnyIndex::build(kind, vocab, multi)?,
         })
@@ -135,7 +144,8 @@ impl KeyCloses {
 
     /// The tokens of content `content`: (suffix id or [`NO_SUFFIX`], token).
     pub(crate) fn tokens(&self, content: TokenId) -> &[(u32, TokenId)] {
-        &self.tokens[content.as_usize()]
+        let c = content.as_usize();
+        &self.tokens[self.token_at[c] as usize..self.token_at[c + 1] as usize]
     }
 
     /// The tokens that start with their unescaped quote.
@@ -152,11 +162,15 @@ impl KeyCloses {
     /// from a file).
     pub(crate) fn fit(&self, n: usize) -> bool {
         let suffixes = self.suffixes.num_tokens();
-        self.contents.num_tokens() == self.tokens.len()
+        self.contents.num_tokens() + 1 == self.token_at.len()
+            && self.token_at.windows(2).all(|w| w[0] <= w[1])
+            && self
+                .token_at
+                .last()
+                .is_some_and(|&end| end as usize == self.tokens.len())
             && self
                 .tokens
                 .iter()
-                .flatten()
                 .chain(&self.root)
                 .all(|&(s, id)| (s == NO_SUFFIX || (s as usize) < suffixes) && id.as_usize() < n)
     }
