@@ -59,6 +59,7 @@ fn states() -> Vec<(&'static str, serde_json::Value, &'static str)> {
             r#"{"name":"Ada","id":"AB"#,
         ),
         ("email", person.clone(), r#"{"name":"Ada","email":"ada@ex"#),
+        ("integer_start", person.clone(), r#"{"name":"Ada","age":"#),
         ("integer", person.clone(), r#"{"name":"Ada","age":4"#),
         ("closed_key", person.clone(), r#"{"name":"Ada","#),
     ]

@@ -452,7 +452,7 @@ const NUMBER_SET: [u64; 4] = {
 
 /// Below a first byte with fewer nodes than this, the numeric tokens are walked byte by byte:
 /// asking the recognizer for classes would cost more.
-const CLASSED_BELOW: u32 = 16;
+const CLASSED_BELOW: u32 = 64;
 
 /// Passes on a walk but for the subtrees of the root's children with a byte of
 /// [`NUMBER_BYTES`].
@@ -775,11 +775,14 @@ impl<R: Recognizer> Session<R> {
         let exact = kernel.number_trie(&EXACT, false);
         for (i, &b) in NUMBER_BYTES.iter().enumerate() {
             let has = |set: &[u64; 4]| set[b as usize / 64] >> (b % 64) & 1 != 0;
+            if !has(&hint) {
+                continue;
+            }
             let first = exact.first(i).filter(|_| !classed);
             let below = has(kernel.number_led_first())
                 .then(|| led.child(led.root(), b))
                 .flatten();
-            if !has(&hint) || (first.is_none() && below.is_none()) || !self.rec.try_push_byte(b) {
+            if (first.is_none() && below.is_none()) || !self.rec.try_push_byte(b) {
                 continue;
             }
             nodes += 1;
