@@ -35,8 +35,8 @@ pub(crate) const EXACT: ByteClasses = {
     c
 };
 
-/// The numeric tokens by their first byte and, after it, the class of each byte, written as
-/// the first byte of its class. Node 0 is the root; its children are by the exact first byte.
+/// The numeric tokens by their first byte (or its class: see [`NumberTrie::build`]) and, after
+/// it, the class of each byte, written as the first byte of its class. Node 0 is the root.
 #[derive(Debug)]
 pub(crate) struct NumberTrie {
     /// Per node `n`: its children (the byte to push, the child) in
@@ -243,11 +243,9 @@ impl NumberTries {
         if let Some(trie) = self.memo.get(&key) {
             return trie;
         }
-        let build = || NumberTrie::build(vocab, numeric, classes, first_classed);
-        let trie = build();
+        let trie = NumberTrie::build(vocab, numeric, classes, first_classed);
         let size = trie.memory_bytes();
-        self.memo.put(&key, trie, size);
-        self.memo.get(&key).unwrap_or_else(|| Arc::new(build()))
+        self.memo.put(&key, trie, size)
     }
 }
 

@@ -450,6 +450,11 @@ const NUMBER_SET: [u64; 4] = {
     set
 };
 
+/// Whether `byte` is in `set`, 256 bits (byte `b` is bit `b % 64` of word `b / 64`).
+fn has_byte(set: &[u64; 4], byte: u8) -> bool {
+    set[byte as usize / 64] >> (byte % 64) & 1 != 0
+}
+
 /// Below a first byte with fewer nodes than this, the numeric tokens are walked byte by byte:
 /// asking the recognizer for classes would cost more.
 const CLASSED_BELOW: u32 = 64;
@@ -465,7 +470,7 @@ struct NotNumberLed<'a, V> {
 impl<V: TrieVisitor> TrieVisitor for NotNumberLed<'_, V> {
     #[inline(always)]
     fn push_byte(&mut self, byte: u8) -> bool {
-        if self.depth == 0 && NUMBER_SET[byte as usize / 64] >> (byte % 64) & 1 != 0 {
+        if self.depth == 0 && has_byte(&NUMBER_SET, byte) {
             return false;
         }
         let ok = self.inner.push_byte(byte);
@@ -774,12 +779,11 @@ impl<R: Recognizer> Session<R> {
         let led = kernel.number_led();
         let exact = kernel.number_trie(&EXACT, false);
         for (i, &b) in NUMBER_BYTES.iter().enumerate() {
-            let has = |set: &[u64; 4]| set[b as usize / 64] >> (b % 64) & 1 != 0;
-            if !has(&hint) {
+            if !has_byte(&hint, b) {
                 continue;
             }
             let first = exact.first(i).filter(|_| !classed);
-            let below = has(kernel.number_led_first())
+            let below = has_byte(kernel.number_led_first(), b)
                 .then(|| led.child(led.root(), b))
                 .flatten();
             if (first.is_none() && below.is_none()) || !self.rec.try_push_byte(b) {
@@ -798,19 +802,20 @@ impl<R: Recognizer> Session<R> {
             }
             if let Some(first) = first {
                 // Classes matter only below the first byte, and pay where many tokens are.
+                let by_class;
                 let (trie, node) =
                     if exact.below(i) >= CLASSED_BELOW && self.rec.number_classes(&mut classes) {
-                        let trie = self.number_trie(kernel, &classes, false);
+                        by_class = self.number_trie(kernel, &classes, false);
                         // Every trie holds the same first bytes.
-                        let node = trie.first(i).expect("a numeric token starts with it");
-                        (trie, node)
+                        let node = by_class.first(i).expect("a numeric token starts with it");
+                        (&*by_class, node)
                     } else {
-                        (exact.clone(), first)
+                        (&*exact, first)
                     };
                 for &id in trie.tokens(node) {
                     self.tally.insert(out, id.as_usize());
                 }
-                nodes += walk_numbers(&mut self.rec, &trie, node, out, &mut self.tally);
+                nodes += walk_numbers(&mut self.rec, trie, node, out, &mut self.tally);
             }
             self.rec.pop_bytes(1);
         }

@@ -119,19 +119,21 @@ impl<V> SharedMemo<V> {
     }
 
     /// Puts `value`, of `size` bytes, under `key`, dropping the least recently used entries
-    /// while there are too many or they take too many bytes.
-    pub(crate) fn put(&self, key: &[u32], value: V, size: usize) {
+    /// while there are too many or they take too many bytes; returns it (shared with the memo
+    /// when kept).
+    pub(crate) fn put(&self, key: &[u32], value: V, size: usize) -> Arc<V> {
+        let value = Arc::new(value);
         let size = size + key.len() * 4 + 64;
         if size > self.limit {
-            return;
+            return value;
         }
         let Ok(mut m) = self.inner.lock() else {
-            return;
+            return value;
         };
         let Inner { map, bytes } = &mut *m;
         let map = map.get_or_insert_with(|| LruCache::with_hasher(self.entries, FxBuildHasher));
         // The entry replaced, or the one dropped to make room.
-        if let Some((_, (_, old))) = map.push(key.into(), (Arc::new(value), size)) {
+        if let Some((_, (_, old))) = map.push(key.into(), (value.clone(), size)) {
             *bytes -= old;
         }
         *bytes += size;
@@ -141,6 +143,7 @@ impl<V> SharedMemo<V> {
                 None => break,
             }
         }
+        value
     }
 
     /// Forgets everything.
