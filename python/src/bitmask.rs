@@ -68,14 +68,28 @@ impl Rows {
         debug_assert!(mask.len() <= self.words * 32);
         let start = (self.base as *mut u32).wrapping_add(row * self.words);
         let blocks = mask.as_slice();
+        if cfg!(target_endian = "little") {
+            // Each block's bytes, low first, are its 32-bit words in order: one copy, and
+            // zeros after the mask's last block.
+            let bytes = size_of_val(blocks).min(self.words * 4);
+            // SAFETY: the view holds `rows * words` items of 4 bytes from `base` (checked in
+            // `Bitmask::new`) and `row < rows`, so the row's `4 * words` bytes are in it;
+            // `bytes` is at most that and at most the blocks' size. A buffer exported to us
+            // does not overlap the mask we own. The exporter keeps the memory alive until
+            // the view is released.
+            unsafe {
+                let dst = start.cast::<u8>();
+                std::ptr::copy_nonoverlapping(blocks.as_ptr().cast::<u8>(), dst, bytes);
+                std::ptr::write_bytes(dst.add(bytes), 0, self.words * 4 - bytes);
+            }
+            return;
+        }
         const PER_BLOCK: usize = usize::BITS as usize / 32;
         for j in 0..self.words {
             let word = blocks
                 .get(j / PER_BLOCK)
                 .map_or(0, |b| (b >> (32 * (j % PER_BLOCK))) as u32);
-            // SAFETY: the view holds `rows * words` items of 4 bytes from `base` (checked in
-            // `Bitmask::new`), `row < rows` and `j < words`; the exporter keeps the memory
-            // alive until the view is released. The array may be unaligned (a view into a
+            // SAFETY: as above, and `j < words`. The array may be unaligned (a view into a
             // byte buffer), hence the unaligned write.
             unsafe { start.add(j).write_unaligned(word) };
         }
