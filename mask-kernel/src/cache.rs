@@ -1,4 +1,8 @@
-//! A bounded LRU cache of masks, owned by the caller.
+//! A bounded LRU cache of masks, owned by the caller, and one that the sessions of a grammar
+//! share between threads.
+
+use std::borrow::Borrow;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use fixedbitset::FixedBitSet;
 use lru::LruCache;
@@ -61,8 +65,8 @@ impl Stored {
 /// Keys come from [`Recognizer::state_key`](crate::Recognizer::state_key) and are only
 /// meaningful for one grammar and one kernel: keep one cache per (grammar, vocabulary) pair.
 pub struct MaskCache {
-    /// Full masks.
-    masks: LruCache<Box<[u32]>, Stored, FxBuildHasher>,
+    /// Full masks (shared with a session loading one, or with another cache).
+    masks: LruCache<Box<[u32]>, Arc<Stored>, FxBuildHasher>,
     /// Sets of the tokens that stay inside a lexeme, by lexeme state.
     inside: LruCache<Box<[u32]>, Stored, FxBuildHasher>,
     capacity: usize,
@@ -95,15 +99,15 @@ fn count(hit: bool, hits: &mut u64, misses: &mut u64) {
 }
 
 /// Puts `set` under `key`; returns the bytes of the new entry and of the one it replaced.
-fn replace(
-    map: &mut LruCache<Box<[u32]>, Stored, FxBuildHasher>,
+fn replace<S: Borrow<Stored>>(
+    map: &mut LruCache<Box<[u32]>, S, FxBuildHasher>,
     key: &[u32],
-    set: Stored,
+    set: S,
 ) -> (usize, usize) {
-    let added = entry_bytes(key, &set);
+    let added = entry_bytes(key, set.borrow());
     let removed = map
         .put(key.into(), set)
-        .map_or(0, |old| entry_bytes(key, &old));
+        .map_or(0, |old| entry_bytes(key, old.borrow()));
     (added, removed)
 }
 
@@ -147,7 +151,7 @@ impl MaskCache {
     }
 
     /// A cached mask.
-    pub(crate) fn get_mask(&mut self, key: &[u32]) -> Option<&Stored> {
+    pub(crate) fn get_mask(&mut self, key: &[u32]) -> Option<&Arc<Stored>> {
         let found = self.masks.get(key);
         count(
             found.is_some(),
@@ -157,7 +161,12 @@ impl MaskCache {
         found
     }
 
-    pub(crate) fn put_mask(&mut self, key: &[u32], mask: Stored) {
+    /// Counts a mask looked up elsewhere (in a [`SharedMaskCache`]) for this cache's caller.
+    pub(crate) fn count_mask(&mut self, hit: bool) {
+        count(hit, &mut self.stats.hits, &mut self.stats.misses);
+    }
+
+    pub(crate) fn put_mask(&mut self, key: &[u32], mask: Arc<Stored>) {
         let (added, removed) = replace(&mut self.masks, key, mask);
         // The replaced entry was counted in `used`.
         self.used = self.used + added - removed;
@@ -185,10 +194,13 @@ impl MaskCache {
     fn evict(&mut self) {
         while self.used > self.capacity {
             // Evict full masks first: inside sets are shared by many states.
-            let popped = self.masks.pop_lru().or_else(|| self.inside.pop_lru());
+            let popped = match self.masks.pop_lru() {
+                Some((k, m)) => Some(entry_bytes(&k, &m)),
+                None => self.inside.pop_lru().map(|(k, m)| entry_bytes(&k, &m)),
+            };
             match popped {
-                Some((k, m)) => {
-                    self.used -= entry_bytes(&k, &m);
+                Some(bytes) => {
+                    self.used -= bytes;
                     self.stats.evictions += 1;
                 }
                 None => break,
@@ -201,5 +213,71 @@ impl Default for MaskCache {
     /// 64 MiB.
     fn default() -> Self {
         MaskCache::new(64 << 20)
+    }
+}
+
+/// A mask cache for every session of one grammar, in any threads: the matchers of a grammar in
+/// a host engine, or the requests for one schema in a server. A state one session met is a hit
+/// for the next. The lock is held to look a mask up or to put one, never while a mask is
+/// computed; a hit shares the stored mask instead of copying it under the lock.
+///
+/// Keys are only meaningful for one grammar and one kernel, as in a [`MaskCache`].
+#[derive(Debug)]
+pub struct SharedMaskCache {
+    inner: Mutex<MaskCache>,
+}
+
+impl SharedMaskCache {
+    /// A cache holding at most `capacity_bytes` of keys and masks.
+    pub fn new(capacity_bytes: usize) -> SharedMaskCache {
+        SharedMaskCache {
+            inner: Mutex::new(MaskCache::new(capacity_bytes)),
+        }
+    }
+
+    /// The cache, whole even after a panic elsewhere: entries are put and dropped whole.
+    fn lock(&self) -> std::sync::MutexGuard<'_, MaskCache> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Counters so far, over every session (the inside-set counters stay with each session's
+    /// own cache).
+    pub fn stats(&self) -> CacheStats {
+        self.lock().stats()
+    }
+
+    /// Bytes in use.
+    pub fn used_bytes(&self) -> usize {
+        self.lock().used_bytes()
+    }
+
+    /// Masks held.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether the cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every entry (counters are kept).
+    pub fn clear(&self) {
+        self.lock().clear();
+    }
+
+    pub(crate) fn get_mask(&self, key: &[u32]) -> Option<Arc<Stored>> {
+        self.lock().get_mask(key).cloned()
+    }
+
+    pub(crate) fn put_mask(&self, key: &[u32], mask: Arc<Stored>) {
+        self.lock().put_mask(key, mask);
+    }
+}
+
+impl Default for SharedMaskCache {
+    /// 64 MiB.
+    fn default() -> Self {
+        SharedMaskCache::new(64 << 20)
     }
 }

@@ -8,7 +8,8 @@
 //! # How a mask is computed
 //!
 //! 1. The recognizer's [state key](Recognizer::state_key) is looked up in a caller-owned
-//!    [`MaskCache`] (bounded in bytes, real LRU, hit/miss counters).
+//!    [`MaskCache`] (bounded in bytes, real LRU, hit/miss counters), or in a
+//!    [`SharedMaskCache`] that the sessions of one grammar share between threads.
 //! 2. On a miss, inside a string the vocabulary is split (see [`Split`]): tokens without `"`
 //!    cannot leave the string, so they depend on the string's lexer state alone. When the
 //!    string takes every content of some [level](recognizer::CONTENT_LEVELS) (any text; any
@@ -92,7 +93,7 @@ mod session;
 mod shared;
 
 pub use apply::apply;
-pub use cache::{CacheStats, MaskCache};
+pub use cache::{CacheStats, MaskCache, SharedMaskCache};
 pub use error::MaskError;
 pub use fixedbitset::FixedBitSet;
 pub use kernel::Kernel;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use fixedbitset::FixedBitSet;
 use vocab_index::{AnyIndex, TokenId, TrieVisitor, VocabIndex};
 
-use crate::cache::{Base, MaskCache, Stored};
+use crate::cache::{Base, MaskCache, SharedMaskCache, Stored};
 use crate::error::MaskError;
 use crate::kernel::Kernel;
 use crate::keys::NO_SUFFIX;
@@ -530,6 +530,46 @@ fn walk<R: Recognizer>(
     w.nodes
 }
 
+/// Where [`Session::mask_in`] looks masks up and puts them, and the cache of the rest.
+enum Masks<'a> {
+    /// The caller's cache, for everything.
+    Own(&'a mut MaskCache),
+    /// Masks shared with other sessions, the rest in the caller's cache.
+    Shared(&'a SharedMaskCache, &'a mut MaskCache),
+}
+
+impl Masks<'_> {
+    /// Writes the mask under `key` into `out`, when there is one; its number of members.
+    fn load(&mut self, kernel: &Kernel, key: &[u32], out: &mut FixedBitSet) -> Option<usize> {
+        let mut write = |m: &Stored| {
+            load(kernel, m, out);
+            m.count()
+        };
+        match self {
+            Masks::Own(cache) => cache.get_mask(key).map(|m| write(m)),
+            Masks::Shared(shared, own) => {
+                // Taken out of the lock, which is not held while the mask is written.
+                let found = shared.get_mask(key);
+                own.count_mask(found.is_some());
+                found.map(|m| write(&m))
+            }
+        }
+    }
+
+    fn put(&mut self, key: &[u32], mask: Arc<Stored>) {
+        match self {
+            Masks::Own(cache) => cache.put_mask(key, mask),
+            Masks::Shared(shared, _) => shared.put_mask(key, mask),
+        }
+    }
+
+    fn own(&mut self) -> &mut MaskCache {
+        match self {
+            Masks::Own(cache) | Masks::Shared(_, cache) => cache,
+        }
+    }
+}
+
 /// One document being generated under a grammar.
 ///
 /// The session owns its recognizer and remembers how many bytes each committed token added,
@@ -636,6 +676,30 @@ impl<R: Recognizer> Session<R> {
         cache: &mut MaskCache,
         out: &mut FixedBitSet,
     ) -> Result<MaskStats, MaskError> {
+        self.mask_in(Masks::Own(cache), out)
+    }
+
+    /// [`Session::mask`], with the masks in `shared`, the cache of every session of this
+    /// grammar, and the rest (the sets inside strings) in `own`, whose counters also count
+    /// this session's masks found in `shared` or not.
+    ///
+    /// # Errors
+    ///
+    /// As [`Session::mask`].
+    pub fn mask_shared(
+        &mut self,
+        shared: &SharedMaskCache,
+        own: &mut MaskCache,
+        out: &mut FixedBitSet,
+    ) -> Result<MaskStats, MaskError> {
+        self.mask_in(Masks::Shared(shared, own), out)
+    }
+
+    fn mask_in(
+        &mut self,
+        mut masks: Masks<'_>,
+        out: &mut FixedBitSet,
+    ) -> Result<MaskStats, MaskError> {
         if self.finished {
             return Err(MaskError::Finished);
         }
@@ -646,18 +710,20 @@ impl<R: Recognizer> Session<R> {
         let mut stats = MaskStats::default();
         self.key.clear();
         let cacheable = self.rec.state_key(&mut self.key);
-        if cacheable && let Some(m) = cache.get_mask(&self.key) {
-            load(&self.kernel, m, out);
+        if let Some(allowed) = cacheable
+            .then(|| masks.load(&self.kernel, &self.key, out))
+            .flatten()
+        {
             stats.cache_hit = true;
-            stats.allowed = m.count();
+            stats.allowed = allowed;
         } else {
             self.tally.reset(n);
-            self.compute(cache, out, &mut stats);
+            self.compute(masks.own(), out, &mut stats);
             // Counted as the mask was built: on 262k tokens a popcount is several µs.
             stats.allowed = self.tally.count;
             debug_assert_eq!(stats.allowed, out.count_ones(..), "mask tally");
             if cacheable {
-                cache.put_mask(&self.key, self.tally.stored(out));
+                masks.put(&self.key, Arc::new(self.tally.stored(out)));
             }
         }
         if stats.allowed == 0 {

@@ -5,7 +5,8 @@
 //! [`Recognizer::grammar_name`](crate::Recognizer::grammar_name)) alone, so the next item of an
 //! array, the next request for the same schema or a host engine's next matcher takes them up
 //! instead of walking again. Neither is a mask: a mask depends on the whole state, and stays in
-//! the caller's [`MaskCache`](crate::MaskCache).
+//! the caller's [`MaskCache`](crate::MaskCache) (or the
+//! [`SharedMaskCache`](crate::SharedMaskCache) of a grammar's sessions).
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex};

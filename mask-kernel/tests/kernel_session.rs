@@ -9,7 +9,7 @@ use kernel_support::cases::cases;
 use kernel_support::{
     Rng, Tok, brute_forced, diff, grammar, grammar_with, next_bytes, recognizer_at, spelled, tok,
 };
-use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session};
+use mask_kernel::{FixedBitSet, MaskCache, MaskError, Session, SharedMaskCache};
 use proptest::prelude::*;
 use schema_compiler::{Grammar, KeyEscapes, Matcher, Options, Whitespace};
 use serde_json::json;
@@ -170,6 +170,52 @@ fn a_walking_session_masks_as_a_new_one_does() {
         }
     }
     assert!(checked > 500, "the cases have tokens ({checked})");
+}
+
+/// Sessions of one grammar sharing a mask cache, two passes in each of several threads, mask
+/// as a session with a cache of its own does: a pass finds the masks an earlier one (of any
+/// thread) put, and each session's own cache counts its masks looked up.
+#[test]
+fn sessions_sharing_a_mask_cache_mask_as_alone() {
+    let t = tok("llama3");
+    let mut hits = 0;
+    for case in cases() {
+        let g = grammar(&case.schema);
+        let shared = SharedMaskCache::default();
+        let run = |text: &str| {
+            let walk = record(&t, &g, text, &mut MaskCache::new(0));
+            let mut own = MaskCache::default();
+            let mut asked = 0;
+            for pass in 0..2 {
+                let mut s = Session::new(t.flat.clone(), Matcher::new(g.clone()));
+                for (i, want) in walk.masks.iter().enumerate() {
+                    let mut m = FixedBitSet::new();
+                    let got = s.mask_shared(&shared, &mut own, &mut m).map(|_| m);
+                    same(&t, &got, want, &|| format!("{} pass {pass}, mask {i}", case.name));
+                    asked += 1;
+                    if let Some(&id) = walk.tokens.get(i) {
+                        s.commit(id).unwrap();
+                    }
+                }
+            }
+            let stats = own.stats();
+            assert!(stats.hits + stats.misses <= asked, "{}", case.name);
+            assert!(
+                stats.hits >= stats.misses,
+                "{}: the second pass finds what the first put",
+                case.name
+            );
+        };
+        std::thread::scope(|scope| {
+            for &text in case.valid {
+                for _ in 0..2 {
+                    scope.spawn(move || run(text));
+                }
+            }
+        });
+        hits += shared.stats().hits;
+    }
+    assert!(hits > 500, "sessions found masks others put ({hits})");
 }
 
 type Outcome = Result<FixedBitSet, MaskError>;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mask_kernel::Kernel;
+use mask_kernel::{Kernel, SharedMaskCache};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyString};
@@ -46,6 +46,8 @@ fn property_order(name: &str) -> PyResult<PropertyOrder> {
 pub struct Grammar {
     pub(crate) grammar: Arc<schema_compiler::Grammar>,
     pub(crate) kernel: Arc<Kernel>,
+    /// The masks of every matcher of the grammar.
+    pub(crate) masks: Arc<SharedMaskCache>,
     vocab: Py<Vocab>,
 }
 
@@ -79,10 +81,14 @@ impl Grammar {
     /// `strict=True` refuses keywords the compiler does not implement; `strict=False` ignores
     /// them and lists them in `relaxations`. `whitespace` is `"compact"`, `"pretty"` or
     /// `"flexible"`. `property_order` is `"any"` or `"schema"` (members in the order of each
-    /// object's `properties`, the others after them). Raises `SchemaError` (with `.keyword`
-    /// and `.pointer`). The GIL is released while compiling.
+    /// object's `properties`, the others after them). `cache_bytes` bounds the grammar's mask
+    /// cache, which every matcher of it shares. Raises `SchemaError` (with `.keyword` and
+    /// `.pointer`). The GIL is released while compiling.
     #[staticmethod]
-    #[pyo3(signature = (schema, vocab, *, strict=true, whitespace="compact", property_order="any"))]
+    #[pyo3(signature = (
+        schema, vocab, *, strict=true, whitespace="compact", property_order="any",
+        cache_bytes=64 << 20
+    ))]
     fn from_json_schema(
         py: Python<'_>,
         schema: &Bound<'_, PyAny>,
@@ -90,6 +96,7 @@ impl Grammar {
         strict: bool,
         whitespace: &str,
         property_order: &str,
+        cache_bytes: usize,
     ) -> PyResult<Grammar> {
         let options = Options::generation()
             .strict(strict)
@@ -133,8 +140,22 @@ impl Grammar {
         Ok(Grammar {
             grammar: Arc::new(compiled),
             kernel,
+            masks: Arc::new(SharedMaskCache::new(cache_bytes)),
             vocab: vocab.unbind(),
         })
+    }
+
+    /// The grammar's mask cache: hits, misses and evictions over all its matchers, and the
+    /// bytes and masks it holds.
+    fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.masks.stats();
+        let d = PyDict::new(py);
+        d.set_item("hits", s.hits)?;
+        d.set_item("misses", s.misses)?;
+        d.set_item("evictions", s.evictions)?;
+        d.set_item("bytes", self.masks.used_bytes())?;
+        d.set_item("masks", self.masks.len())?;
+        Ok(d)
     }
 
     /// The vocabulary the grammar was compiled for.

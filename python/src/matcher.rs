@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mask_kernel::{FixedBitSet, Kernel, MaskCache, MaskError, Session};
+use mask_kernel::{FixedBitSet, Kernel, MaskCache, MaskError, Session, SharedMaskCache};
 // The grammar's own matcher is the recognizer the session walks; `Matcher` here is the
 // Python class.
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -21,10 +21,12 @@ const MAX_FORCED_BYTES: usize = 256;
 /// The message of a call on a matcher whose state an earlier failure (a panic) left unknown.
 const POISONED: &str = "a matcher is unusable: an earlier call failed inside it; create a new one";
 
-/// What a matcher changes: the session, its mask cache and the mask being filled.
+/// What a matcher changes: the session, its own cache (the sets inside strings), the mask
+/// being filled, and the grammar's mask cache it shares with the other matchers.
 struct State {
     session: Session<Document>,
     cache: MaskCache,
+    masks: Arc<SharedMaskCache>,
     mask: FixedBitSet,
 }
 
@@ -36,7 +38,8 @@ impl State {
     /// As [`Rows::write`]: `row` is in range, the bitmask is alive and no other thread writes
     /// the row.
     unsafe fn fill(&mut self, rows: &Rows, row: usize) -> Result<(), MaskError> {
-        self.session.mask(&mut self.cache, &mut self.mask)?;
+        self.session
+            .mask_shared(&self.masks, &mut self.cache, &mut self.mask)?;
         // SAFETY: the caller's promise.
         unsafe { rows.write(row, &self.mask) };
         Ok(())
@@ -46,8 +49,9 @@ impl State {
 /// One document being generated under a grammar: accepts tokens, rolls them back, and fills
 /// the allowed-token bitmask for the next one.
 ///
-/// A matcher keeps a cache of the masks it computed (bounded by `cache_bytes`), keyed by the
-/// grammar's state, so a state seen again costs a copy. Methods lock the matcher, so it may be
+/// The masks go to the grammar's cache, keyed by the grammar's state and shared by every
+/// matcher of the grammar, so a state any of them met costs a copy; the sets of tokens inside
+/// strings go to the matcher's own cache (bounded by `cache_bytes`). Methods lock the matcher, so it may be
 /// used from several threads, one call at a time.
 #[pyclass(module = "stencil", frozen)]
 pub struct Matcher {
@@ -99,22 +103,24 @@ impl Matcher {
 
 #[pymethods]
 impl Matcher {
-    /// A matcher at the start of a document of `grammar`. `cache_bytes` bounds its mask cache.
+    /// A matcher at the start of a document of `grammar`. `cache_bytes` bounds its own cache.
     #[new]
     #[pyo3(signature = (grammar, *, cache_bytes=16 << 20))]
     fn new(grammar: Bound<'_, Grammar>, cache_bytes: usize) -> Matcher {
         let g = grammar.get();
         let session = Session::new(g.kernel.clone(), Document::new(g.grammar.clone()));
         let mask = session.new_mask();
+        let state = Mutex::new(State {
+            session,
+            cache: MaskCache::new(cache_bytes),
+            masks: g.masks.clone(),
+            mask,
+        });
         Matcher {
             compiled: g.grammar.clone(),
             kernel: g.kernel.clone(),
             grammar: grammar.unbind(),
-            state: Mutex::new(State {
-                session,
-                cache: MaskCache::new(cache_bytes),
-                mask,
-            }),
+            state,
         }
     }
 
@@ -234,7 +240,8 @@ impl Matcher {
         })
     }
 
-    /// The mask cache's counters: hits, misses, inside_hits, inside_misses, evictions.
+    /// This matcher's cache counters: hits and misses (of its masks, in the grammar's cache),
+    /// inside_hits, inside_misses and evictions (of its own cache).
     fn cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.lock()?.cache.stats();
         let d = PyDict::new(py);

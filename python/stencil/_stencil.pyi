@@ -71,9 +71,13 @@ class Grammar:
         strict: bool = True,
         whitespace: str = "compact",
         property_order: str = "any",
+        cache_bytes: int = 64 << 20,
     ) -> "Grammar":
         """Raises SchemaError; ``whitespace`` is "compact", "pretty" or "flexible";
-        ``property_order`` is "any" or "schema" (the order of each object's properties)."""
+        ``property_order`` is "any" or "schema" (the order of each object's properties);
+        ``cache_bytes`` bounds the mask cache the grammar's matchers share."""
+    def cache_stats(self) -> dict:
+        """The shared mask cache: hits, misses, evictions, bytes, masks."""
     @property
     def vocab(self) -> Vocab: ...
     @property
@@ -102,7 +106,9 @@ class Matcher:
     def forced_tokens(self) -> List[int]: ...
     def fill_next_token_bitmask(self, bitmask: Any, index: int = 0) -> None:
         """Fills row ``index`` of an int32 ``[rows, ceil(V/32)]`` array in place."""
-    def cache_stats(self) -> dict: ...
+    def cache_stats(self) -> dict:
+        """Its hits and misses in the grammar's cache; its own cache's inside_hits,
+        inside_misses and evictions."""
     def _fill_next_token_bitmask_ns(self, bitmask: Any, index: int = 0) -> int:
         """For benchmarks: the fill, returning the nanoseconds the Rust call took."""
     def _allowed_by_trial(self) -> List[int]:

@@ -216,6 +216,40 @@ def test_grammars_are_shared_between_threads(llama3_vocab):
     assert len(results[0]) >= 3
 
 
+def test_the_matchers_of_a_grammar_share_its_mask_cache(llama3_vocab):
+    size = len(llama3_vocab)
+
+    def walk(grammar):
+        """The masks of a deterministic walk (the longest token each time), and the matcher."""
+        m = Matcher(grammar)
+        masks = []
+        bitmask = stencil.allocate_token_bitmask(1, size)
+        while not m.is_terminated() and len(masks) < 40:
+            m.fill_next_token_bitmask(bitmask)
+            ids = allowed(bitmask)
+            masks.append(ids)
+            m.accept_token(max(ids, key=lambda t: (len(llama3_vocab.token_bytes(t)), t)))
+        return masks, m
+
+    grammar = Grammar.from_json_schema(COUNTRIES, llama3_vocab)
+    first, m1 = walk(grammar)
+    assert len(first) >= 10
+    before = grammar.cache_stats()
+    assert before["misses"] == m1.cache_stats()["misses"] > 0
+    assert before["masks"] > 0 and before["bytes"] > 0
+    second, m2 = walk(grammar)
+    assert second == first
+    assert m2.cache_stats()["misses"] == 0, "every state was met by the first matcher"
+    assert m2.cache_stats()["hits"] == len(second)
+    assert grammar.cache_stats()["hits"] == before["hits"] + len(second)
+    # Another grammar (of the same schema) has a cache of its own; a cache of no bytes keeps
+    # nothing.
+    other = Grammar.from_json_schema(COUNTRIES, llama3_vocab, cache_bytes=0)
+    third, m3 = walk(other)
+    assert third == first
+    assert m3.cache_stats()["hits"] == 0 and other.cache_stats()["masks"] == 0
+
+
 def test_batch_fill_equals_one_by_one(llama3_vocab):
     grammar = Grammar.from_json_schema(COUNTRIES, llama3_vocab)
     size = len(llama3_vocab)
