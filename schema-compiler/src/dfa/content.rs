@@ -97,9 +97,13 @@ impl Dfa {
             };
         }
         let mut flags = ContentFlags::default();
+        // The states the search at the top level met at a character boundary: when `state`
+        // takes every content there, so does each of them (what they reach, it reaches).
+        let mut met = Vec::new();
         for level in (0..CONTENT_LEVELS).rev() {
             let need_live = flags.live == 0;
-            let (live, free) = self.search_string_flags(state, level, need_live, &alive);
+            let boundary = (level == CONTENT_LEVELS - 1).then_some(&mut met);
+            let (live, free) = self.search_string_flags(state, level, need_live, &alive, boundary);
             if live && need_live {
                 flags.live = level + 1;
                 if !want_free {
@@ -116,7 +120,7 @@ impl Dfa {
             flags.space_live = true;
             flags.space_free = flags.free > 2;
         } else if flags.live > 0 {
-            let (live, free) = self.search_string_flags(state, SPACE_LEVEL, true, &alive);
+            let (live, free) = self.search_string_flags(state, SPACE_LEVEL, true, &alive, None);
             flags.space_live = live;
             flags.space_free = live && free && want_free;
         }
@@ -125,17 +129,28 @@ impl Dfa {
             | if flags.space_live { SPACE_LIVE } else { 0 }
             | if flags.space_free { SPACE_FREE } else { 0 };
         slot.store(bits | KNOWN, Ordering::Relaxed);
+        // Where `state` takes every content at the top level (and also stays accepting, if
+        // that is asked), the states met take it too, and nothing about them is left to look
+        // for at lower levels: their flags are the same.
+        if flags.live == CONTENT_LEVELS && (!want_free || flags.free == CONTENT_LEVELS) {
+            for s in met {
+                table[self.index(s)].store(bits | KNOWN, Ordering::Relaxed);
+            }
+        }
         flags
     }
 
     /// Whether every content of `level` keeps `state` live, and whether also accepting
-    /// (only looked for when `need_live` is false or the state is universal).
+    /// (only looked for when `need_live` is false or the state is universal). When both are
+    /// looked for and `state` is live, the states reached at a character boundary are added
+    /// to `boundary`.
     fn search_string_flags(
         &self,
         state: u32,
         level: u8,
         need_live: bool,
         alive: impl Fn(u32) -> bool,
+        boundary: Option<&mut Vec<u32>>,
     ) -> (bool, bool) {
         let u = level_universe(level);
         let reps = self.joint_reps(u);
@@ -167,6 +182,14 @@ impl Dfa {
                     stack.push((sn, un));
                 }
             }
+        }
+        if let Some(out) = boundary {
+            let start = u.start;
+            out.extend(
+                seen.iter()
+                    .filter(|p| p.1 == start && p.0 != state)
+                    .map(|p| p.0),
+            );
         }
         (true, free)
     }

@@ -101,6 +101,52 @@ fn string_flags_name_the_highest_level_each_state_takes() {
 }
 
 #[test]
+fn flags_learnt_from_another_state_are_the_flags_of_each_state() {
+    // A state that takes every content also decides the states it reaches at a character
+    // boundary: flags asked in one table, where earlier answers fill in others, must be those
+    // each state gets asked first in a table of its own.
+    let patterns = [
+        "(?s:.*)",
+        "(?s:a.*)",
+        "(?s:(ab|cd).*)",
+        "(?s:x.*y)",
+        "(?s:x.+)",
+        "(?s:foo.*|bar)",
+        "(?s:é.*)",
+        "[^\\n]*",
+        "\\d{4}-\\d{2}",
+        "(?s:.{0,3})",
+        "(?s:[0-9]+.*)",
+    ];
+    for pattern in patterns {
+        let d = Dfa::from_regex(pattern, DfaLimits::default()).unwrap();
+        // Every state, in the order a walk from the start meets them.
+        let mut states = vec![d.start()];
+        let mut i = 0;
+        while i < states.len() {
+            for b in 0..=255u8 {
+                let t = d.next(states[i], b);
+                if t != DEAD && !states.contains(&t) {
+                    states.push(t);
+                }
+            }
+            i += 1;
+        }
+        for want_free in [false, true] {
+            let shared = LazyFlags::default();
+            for &s in &states {
+                let alone = d.content_flags(&LazyFlags::default(), s, |_| true, want_free);
+                let learnt = d.content_flags(&shared, s, |_| true, want_free);
+                assert_eq!(
+                    learnt, alone,
+                    "{pattern}: state {s}, free asked: {want_free}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn bounded_repetitions_have_exact_budgets() {
     let budget = |pattern: &str, prefix: &[u8], level: u8| {
         let d = Dfa::from_regex(pattern, DfaLimits::default()).unwrap();
