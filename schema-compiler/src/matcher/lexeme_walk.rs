@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::decode::{Decoded, decode, feed_core, needed_only};
+use super::decode::{Decoded, any_ascii_outcome, decode, feed_core, needed_only};
 use super::state::{Core, LexKind, Mode, Role, State};
 use super::viability::DeadSinks;
 use crate::dfa::DEAD;
@@ -465,6 +465,20 @@ impl State {
         let k = self.walk.idx.len();
         let base = self.walk.states.len() - k;
         let needed_only = needed_only(g, !self.walk.is_str);
+        let mut after = *core;
+        after.esc = 0;
+        after.count += 1;
+        let dfas = self.walk.dfas.clone();
+        let start = self.walk.states[base..base + k].to_vec();
+        let ascii = any_ascii_outcome(g, core, needed_only, &dfas, &start, |tuple| {
+            self.walk.states.extend_from_slice(tuple);
+            let ok = self.walk_top_viable(g, &after);
+            self.walk.states.truncate(base + k);
+            ok
+        });
+        if ascii {
+            return true;
+        }
         let (outcomes, count) = self.escapes.outcomes(
             g,
             core,
@@ -472,9 +486,6 @@ impl State {
             &self.walk.dfas,
             &self.walk.states[base..base + k],
         );
-        let mut after = *core;
-        after.esc = 0;
-        after.count += 1;
         for c in 0..count {
             self.walk
                 .states

@@ -4,7 +4,7 @@
 //! end turns their DFA states into verdicts ([`State::primitive_result`]), which the syntax
 //! layer folds into the container. Strings are decoded first ([`super::decode`]).
 
-use super::decode::{Decoded, decode, feed_core, needed_only};
+use super::decode::{Decoded, any_ascii_outcome, decode, feed_core, needed_only};
 use super::hashing::{FNV0, HASH2_SEED, fnv, hash2_step};
 use super::state::{Core, Lex, LexKind, Mode, Obligation, Role, State, Undo};
 use crate::dfa::{DEAD, NO_PATH};
@@ -282,42 +282,45 @@ impl State {
             }
         }
         let needed_only = needed_only(g, lex.kind == LexKind::Key);
+        let mut after = *lex;
+        after.core.esc = 0;
+        after.core.count += 1;
+        // Whether the string or key is viable once the escape gave `tuple`.
+        let judge = |st: &mut Self, tuple: &[u32]| {
+            let mark = st.journal.len();
+            st.set_lex(after);
+            let ok = if lex.kind == LexKind::Str {
+                for (j, &i) in idx.iter().enumerate() {
+                    let mut o = st.obligations[i as usize];
+                    o.state = tuple[j];
+                    o.failed = tuple[j] == DEAD;
+                    st.set_obligation(i as usize, o);
+                }
+                st.slot_viable(g, t)
+            } else {
+                let mut universal = true;
+                for (j, &li) in idx.iter().enumerate() {
+                    let mut leaf = st.leaves[li as usize];
+                    leaf.key_state = tuple[j];
+                    universal &=
+                        st.key_universal(g, &leaf, &g.obj_specs[specs[j] as usize], tuple[j]);
+                    st.set_leaf(li as usize, leaf);
+                }
+                universal || st.frame_viable(g, t)
+            };
+            st.rollback(mark);
+            ok
+        };
+        if any_ascii_outcome(g, &lex.core, needed_only, &dfas, &states, |tuple| {
+            judge(self, tuple)
+        }) {
+            return true;
+        }
         let (outcomes, count) = self
             .escapes
             .outcomes(g, &lex.core, needed_only, &dfas, &states);
         let k = dfas.len();
-        let mut after = *lex;
-        after.core.esc = 0;
-        after.core.count += 1;
-        for c in 0..count {
-            let tuple = &outcomes[c * k..(c + 1) * k];
-            let mark = self.journal.len();
-            self.set_lex(after);
-            let ok = if lex.kind == LexKind::Str {
-                for (j, &i) in idx.iter().enumerate() {
-                    let mut o = self.obligations[i as usize];
-                    o.state = tuple[j];
-                    o.failed = tuple[j] == DEAD;
-                    self.set_obligation(i as usize, o);
-                }
-                self.slot_viable(g, t)
-            } else {
-                let mut universal = true;
-                for (j, &li) in idx.iter().enumerate() {
-                    let mut leaf = self.leaves[li as usize];
-                    leaf.key_state = tuple[j];
-                    universal &=
-                        self.key_universal(g, &leaf, &g.obj_specs[specs[j] as usize], tuple[j]);
-                    self.set_leaf(li as usize, leaf);
-                }
-                universal || self.frame_viable(g, t)
-            };
-            self.rollback(mark);
-            if ok {
-                return true;
-            }
-        }
-        false
+        (0..count).any(|c| judge(self, &outcomes[c * k..(c + 1) * k]))
     }
 
     /// With value hashing (`uniqueItems`): a string whose content can no longer grow (every
