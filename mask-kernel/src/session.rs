@@ -756,7 +756,7 @@ impl<R: Recognizer> Session<R> {
                         let base = Base::StringContent { level, budget };
                         self.tally.start_from(out, base, set, *n);
                         if let Some(trie) = kernel.outside_level(level) {
-                            stats.nodes += self.walk_inside(&kernel, cache, trie, out);
+                            stats.nodes += self.walk_inside(&kernel, cache, Some(trie), out);
                         }
                     }
                     Split::KeyContent => {
@@ -765,7 +765,7 @@ impl<R: Recognizer> Session<R> {
                     }
                     Split::Walk => {
                         out.clear();
-                        stats.nodes += self.walk_inside(&kernel, cache, kernel.trie(), out);
+                        stats.nodes += self.walk_inside(&kernel, cache, None, out);
                     }
                 }
                 match split {
@@ -799,7 +799,9 @@ impl<R: Recognizer> Session<R> {
             }
             _ => {
                 out.clear();
-                stats.nodes += self.walk_all(&kernel, out);
+                let mut tally = std::mem::take(&mut self.tally);
+                stats.nodes += self.walk_all(&kernel, out, &mut tally);
+                self.tally = tally;
             }
         }
         if self.rec.is_accepting() {
@@ -809,16 +811,17 @@ impl<R: Recognizer> Session<R> {
         }
     }
 
-    /// Adds every token the recognizer accepts: the numeric ones (see [`crate::numbers`]) by
-    /// byte class where the recognizer gives classes after their first byte, and the others
-    /// token by token, in two tries split by their first byte.
-    fn walk_all(&mut self, kernel: &Kernel, out: &mut FixedBitSet) -> u64 {
+    /// Adds every token the recognizer accepts to `out` (counted in `tally`): the numeric ones
+    /// (see [`crate::numbers`]) by byte class where the recognizer gives classes (from their
+    /// first byte, or after it), and the others token by token, in two tries split by their
+    /// first byte.
+    fn walk_all(&mut self, kernel: &Kernel, out: &mut FixedBitSet, tally: &mut Tally) -> u64 {
         let given = self.rec.next_bytes_hint();
         let hint = given.unwrap_or([u64::MAX; 4]);
         let mut w = Walk {
             rec: &mut self.rec,
             mask: out,
-            tally: &mut self.tally,
+            tally: &mut *tally,
             nodes: 0,
         };
         match given {
@@ -838,7 +841,7 @@ impl<R: Recognizer> Session<R> {
         let classed = self.rec.number_classes(&mut classes);
         if classed {
             let trie = self.number_trie(kernel, &classes, true);
-            nodes += walk_numbers(&mut self.rec, &trie, 0, out, &mut self.tally);
+            nodes += walk_numbers(&mut self.rec, &trie, 0, out, tally);
         }
         // Otherwise each first byte of `NUMBER_BYTES` is pushed once, for both the other
         // tokens that start with it and the numeric ones.
@@ -860,7 +863,7 @@ impl<R: Recognizer> Session<R> {
                 let mut w = Walk {
                     rec: &mut self.rec,
                     mask: out,
-                    tally: &mut self.tally,
+                    tally: &mut *tally,
                     nodes: 0,
                 };
                 led.walk_below(below, &mut w);
@@ -879,9 +882,9 @@ impl<R: Recognizer> Session<R> {
                         (&*exact, first)
                     };
                 for &id in trie.tokens(node) {
-                    self.tally.insert(out, id.as_usize());
+                    tally.insert(out, id.as_usize());
                 }
-                nodes += walk_numbers(&mut self.rec, trie, node, out, &mut self.tally);
+                nodes += walk_numbers(&mut self.rec, trie, node, out, tally);
             }
             self.rec.pop_bytes(1);
         }
@@ -919,14 +922,15 @@ impl<R: Recognizer> Session<R> {
         true
     }
 
-    /// Adds the tokens of `trie` that stay inside the current lexeme (the recognizer in
-    /// lexeme-only mode), cached under the split key, and remembered in the kernel for every
-    /// session of the grammar where the recognizer names it.
+    /// Adds the tokens of `trie` (`None`: of the whole vocabulary, the numeric ones by class
+    /// where the recognizer gives classes) that stay inside the current lexeme (the
+    /// recognizer in lexeme-only mode), cached under the split key, and remembered in the
+    /// kernel for every session of the grammar where the recognizer names it.
     fn walk_inside(
         &mut self,
         kernel: &Kernel,
         cache: &mut MaskCache,
-        trie: &AnyIndex,
+        trie: Option<&AnyIndex>,
         out: &mut FixedBitSet,
     ) -> u64 {
         if let Some(m) = cache.get_inside(&self.split_key) {
@@ -945,12 +949,23 @@ impl<R: Recognizer> Session<R> {
         let n = self.scratch.len();
         self.scratch_tally.reset(n);
         self.rec.set_lexeme_only(true);
-        let nodes = walk(
-            trie,
-            &mut self.rec,
-            &mut self.scratch,
-            &mut self.scratch_tally,
-        );
+        let nodes = match trie {
+            Some(trie) => walk(
+                trie,
+                &mut self.rec,
+                &mut self.scratch,
+                &mut self.scratch_tally,
+            ),
+            None => {
+                let (mut set, mut tally) = (
+                    std::mem::take(&mut self.scratch),
+                    std::mem::take(&mut self.scratch_tally),
+                );
+                let nodes = self.walk_all(kernel, &mut set, &mut tally);
+                (self.scratch, self.scratch_tally) = (set, tally);
+                nodes
+            }
+        };
         self.rec.set_lexeme_only(false);
         let set = self.scratch_tally.stored(&self.scratch);
         self.tally.add(out, &set);

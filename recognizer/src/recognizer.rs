@@ -113,12 +113,13 @@ pub trait Recognizer {
     fn close_classes_name(&self, _name: &mut Vec<u32>) -> bool {
         false
     }
-    /// Inside a number: writes a class for each byte of [`NUMBER_BYTES`] (`classes[i]` for
-    /// `NUMBER_BYTES[i]`; equal numbers, one class) such that, from here, in any run of
-    /// [`NUMBER_BYTES`], replacing a byte by another of its class changes neither which bytes
-    /// are accepted nor the state reached. A kernel then walks the [numeric](is_numeric)
-    /// tokens by class, once per distinct run of classes, instead of once per token (a
-    /// vocabulary may hold a thousand tokens of three digits).
+    /// Where it knows them (inside a number, or in lexeme-only mode inside a string whose
+    /// lexers read digits alike): writes a class for each byte of [`NUMBER_BYTES`]
+    /// (`classes[i]` for `NUMBER_BYTES[i]`; equal numbers, one class) such that, from here, in
+    /// any run of [`NUMBER_BYTES`], replacing a byte by another of its class changes neither
+    /// which bytes are accepted nor the state reached. A kernel then walks the
+    /// [numeric](is_numeric) tokens by class, once per distinct run of classes, instead of
+    /// once per token (a vocabulary may hold a thousand tokens of three digits).
     ///
     /// `false` (the default), with nothing promised, where no such classes are known.
     fn number_classes(&self, _classes: &mut [u8; NUMBER_BYTES.len()]) -> bool {

@@ -243,52 +243,43 @@ impl Matcher {
         Some(Split::Walk)
     }
 
-    /// Inside a number, where DFAs alone read its bytes: the classes of [`NUMBER_BYTES`] that
-    /// every DFA reading them (the number's syntax and each live obligation's lexer) puts
-    /// alike (see [`recognizer::Recognizer::number_classes`]). A byte moves each of them by
-    /// its class, and the number's viability is decided by their states, so two bytes
-    /// classed alike by all of them reach the same state. `false` where the text of the
-    /// number is kept (any notation, or value hashing: its bytes are read themselves), and in
-    /// lexeme-only mode.
+    /// The classes of [`NUMBER_BYTES`] (see [`recognizer::Recognizer::number_classes`]), where
+    /// DFAs alone read them, as every DFA reading them puts them alike:
+    /// - inside a number, the number's syntax and each live obligation's lexer. A byte moves
+    ///   each of them by its class, and the number's viability is decided by their states.
+    ///   Not where the text of the number is kept (any notation, or value hashing: its bytes
+    ///   are read themselves);
+    /// - in lexeme-only mode, outside an escape, the UTF-8 DFA and the walker's tracked DFAs:
+    ///   those bytes are plain characters there, so the walker moves by their classes alone
+    ///   (as it learns successors by byte groups).
+    ///
+    /// Two bytes classed alike by all of them reach the same state.
     pub fn number_classes(&self, classes: &mut [u8; NUMBER_BYTES.len()]) -> bool {
         let st = &self.state;
         let g = &*self.g;
-        if st.walk.on || st.lex.kind != LexKind::Num || g.needs_hash {
-            return false;
+        if st.walk.on {
+            let walk = &st.walk;
+            let Some(&node) = walk.path.last() else {
+                return false;
+            };
+            if walk.node_core[node as usize].esc != 0 {
+                return false;
+            }
+            let dfas = std::iter::once(g.utf8).chain(walk.dfas.iter().copied());
+            classes_by(g, dfas, classes);
+            return true;
         }
-        if g.options.numbers.any_notation {
+        if st.lex.kind != LexKind::Num || g.needs_hash || g.options.numbers.any_notation {
             return false;
         }
         let f = &st.frames[st.top()];
-        let mut dfas = std::iter::once(st.lex.syntax).chain(
+        let dfas = std::iter::once(st.lex.syntax).chain(
             st.obligations[f.slot_start as usize..f.slot_end as usize]
                 .iter()
                 .filter(|o| !o.failed)
                 .map(|o| g.lexers[o.lexer as usize].dfa),
         );
-        // Each byte's classes, eight DFAs to a word; more words while DFAs are left.
-        *classes = [0; NUMBER_BYTES.len()];
-        loop {
-            let mut word = [0u64; NUMBER_BYTES.len()];
-            let mut more = false;
-            for (j, d) in dfas.by_ref().take(8).enumerate() {
-                let d = g.dfa(d);
-                for (w, &b) in word.iter_mut().zip(&NUMBER_BYTES) {
-                    *w |= (d.class_of(b) as u64) << (8 * j);
-                }
-                more = j == 7;
-            }
-            // A byte's class: the first byte alike so far and in this word.
-            let was = *classes;
-            for i in 0..NUMBER_BYTES.len() {
-                classes[i] = (0..=i)
-                    .find(|&j| was[j] == was[i] && word[j] == word[i])
-                    .unwrap_or(i) as u8;
-            }
-            if !more {
-                break;
-            }
-        }
+        classes_by(g, dfas, classes);
         true
     }
 
@@ -451,6 +442,38 @@ impl Matcher {
                 key.extend(st.lexeme_text().iter().map(|&b| b as u32));
             }
             _ => {}
+        }
+    }
+}
+
+/// Writes the classes of [`NUMBER_BYTES`] that every DFA of `dfas` puts alike (a byte's class
+/// is the first byte alike).
+fn classes_by(
+    g: &crate::grammar::Grammar,
+    mut dfas: impl Iterator<Item = crate::tables::DfaId>,
+    classes: &mut [u8; NUMBER_BYTES.len()],
+) {
+    // Each byte's classes, eight DFAs to a word; more words while DFAs are left.
+    *classes = [0; NUMBER_BYTES.len()];
+    loop {
+        let mut word = [0u64; NUMBER_BYTES.len()];
+        let mut more = false;
+        for (j, d) in dfas.by_ref().take(8).enumerate() {
+            let d = g.dfa(d);
+            for (w, &b) in word.iter_mut().zip(&NUMBER_BYTES) {
+                *w |= (d.class_of(b) as u64) << (8 * j);
+            }
+            more = j == 7;
+        }
+        // A byte's class: the first byte alike so far and in this word.
+        let was = *classes;
+        for i in 0..NUMBER_BYTES.len() {
+            classes[i] = (0..=i)
+                .find(|&j| was[j] == was[i] && word[j] == word[i])
+                .unwrap_or(i) as u8;
+        }
+        if !more {
+            break;
         }
     }
 }
