@@ -459,6 +459,13 @@ fn has_byte(set: &[u64; 4], byte: u8) -> bool {
 /// asking the recognizer for classes would cost more.
 const CLASSED_BELOW: u32 = 64;
 
+/// Whether some first byte has enough numeric tokens below it to walk them by class (as Llama
+/// 3's digits do; Gemma 3 spells digits one by one, and its tries are not worth splitting).
+fn numbers_by_class(kernel: &Kernel) -> bool {
+    let exact = kernel.number_trie(&EXACT, false);
+    (0..NUMBER_BYTES.len()).any(|i| exact.below(i) >= CLASSED_BELOW)
+}
+
 /// Passes on a walk but for the subtrees of the root's children with a byte of
 /// [`NUMBER_BYTES`].
 struct NotNumberLed<'a, V> {
@@ -923,9 +930,10 @@ impl<R: Recognizer> Session<R> {
     }
 
     /// Adds the tokens of `trie` (`None`: of the whole vocabulary, the numeric ones by class
-    /// where the recognizer gives classes) that stay inside the current lexeme (the
-    /// recognizer in lexeme-only mode), cached under the split key, and remembered in the
-    /// kernel for every session of the grammar where the recognizer names it.
+    /// where the recognizer gives classes and there are many) that stay inside the current
+    /// lexeme (the recognizer in lexeme-only mode), cached under the split key, and
+    /// remembered in the kernel for every session of the grammar where the recognizer names
+    /// it.
     fn walk_inside(
         &mut self,
         kernel: &Kernel,
@@ -952,6 +960,12 @@ impl<R: Recognizer> Session<R> {
         let nodes = match trie {
             Some(trie) => walk(
                 trie,
+                &mut self.rec,
+                &mut self.scratch,
+                &mut self.scratch_tally,
+            ),
+            None if !numbers_by_class(kernel) => walk(
+                kernel.trie(),
                 &mut self.rec,
                 &mut self.scratch,
                 &mut self.scratch_tally,

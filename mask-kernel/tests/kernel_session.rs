@@ -191,7 +191,9 @@ fn sessions_sharing_a_mask_cache_mask_as_alone() {
                 for (i, want) in walk.masks.iter().enumerate() {
                     let mut m = FixedBitSet::new();
                     let got = s.mask_shared(&shared, &mut own, &mut m).map(|_| m);
-                    same(&t, &got, want, &|| format!("{} pass {pass}, mask {i}", case.name));
+                    same(&t, &got, want, &|| {
+                        format!("{} pass {pass}, mask {i}", case.name)
+                    });
                     asked += 1;
                     if let Some(&id) = walk.tokens.get(i) {
                         s.commit(id).unwrap();
