@@ -34,8 +34,10 @@ STRICT_KEY = "json_schema_strict"
 WHITESPACE_KEY = "json_schema_whitespace"
 ORDER_KEY = "json_schema_property_order"
 
-# Compiled grammars kept per processor, least recently used dropped first.
+# Compiled grammars kept per processor, least recently used dropped first, and the bytes of
+# masks each keeps for the requests that use it: at most 1 GiB of masks in all.
 _MAX_GRAMMARS = 64
+_GRAMMAR_CACHE_BYTES = 16 << 20
 
 _probe = None
 
@@ -127,7 +129,12 @@ class JsonSchemaLogitsProcessor(LogitsProcessor):
             vocab = Vocab.from_transformers(self._tokenizer, vocab_size=self._vocab_size)
             schema, strict, whitespace, order = options
             grammar = Grammar.from_json_schema(
-                schema, vocab, strict=strict, whitespace=whitespace, property_order=order
+                schema,
+                vocab,
+                strict=strict,
+                whitespace=whitespace,
+                property_order=order,
+                cache_bytes=_GRAMMAR_CACHE_BYTES,
             )
             self._grammars[options] = grammar
             if len(self._grammars) > _MAX_GRAMMARS:
