@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use lru::LruCache;
-use mask_kernel::{FixedBitSet, Kernel, MaskCache, Recognizer, Session};
+use mask_kernel::{FixedBitSet, Kernel, Recognizer, Session, SharedMaskCache};
 use sampler::SamplerConfig;
 use schema_compiler::json_text::RoundedNumbers;
 use schema_compiler::{Compiler, Grammar, Matcher, Options, PropertyOrder, Whitespace};
@@ -272,10 +272,11 @@ impl Request {
     }
 }
 
-/// A compiled schema and its mask cache, kept across requests.
+/// A compiled schema and its mask cache, kept across requests (and shared with the other
+/// generators given the same, as a server's batch lanes are).
 struct Compiled {
     grammar: Arc<Grammar>,
-    cache: MaskCache,
+    masks: Arc<SharedMaskCache>,
 }
 
 /// Writes one JSON line per decoding step.
@@ -325,9 +326,10 @@ impl<M: Model> std::fmt::Debug for Generator<M> {
 
 const MASK_CACHE_BYTES: usize = 64 << 20;
 
-/// An empty mask cache for one grammar.
-pub(crate) fn new_mask_cache() -> MaskCache {
-    MaskCache::new(MASK_CACHE_BYTES)
+/// An empty mask cache for one grammar, of at most 64 MiB, for every generator and request
+/// that uses the grammar (the sets of tokens inside strings stay with each request).
+pub fn new_mask_cache() -> Arc<SharedMaskCache> {
+    Arc::new(SharedMaskCache::new(MASK_CACHE_BYTES))
 }
 
 /// The most logits a model may have past its tokenizer's ids (embedding padding) before they
@@ -543,14 +545,17 @@ impl<M: Model> Generator<M> {
         let t = Instant::now();
         let grammar = Arc::new(self.compile_with(schema, &self.options)?);
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        let cache = new_mask_cache();
-        Ok((key, Compiled { grammar, cache }, ms))
+        let masks = new_mask_cache();
+        Ok((key, Compiled { grammar, masks }, ms))
     }
 
     /// Takes the grammar and mask cache kept under `key` (for constraints built by this crate
     /// other than a plain schema); give them back with [`Generator::put_compiled`].
-    pub(crate) fn take_compiled(&mut self, key: &str) -> Option<(Arc<Grammar>, MaskCache)> {
-        self.grammars.pop(key).map(|c| (c.grammar, c.cache))
+    pub(crate) fn take_compiled(
+        &mut self,
+        key: &str,
+    ) -> Option<(Arc<Grammar>, Arc<SharedMaskCache>)> {
+        self.grammars.pop(key).map(|c| (c.grammar, c.masks))
     }
 
     /// Keeps a grammar and its mask cache under `key` for later requests (a new cache when
@@ -559,10 +564,10 @@ impl<M: Model> Generator<M> {
         &mut self,
         key: String,
         grammar: Arc<Grammar>,
-        cache: Option<MaskCache>,
+        masks: Option<Arc<SharedMaskCache>>,
     ) {
-        let cache = cache.unwrap_or_else(new_mask_cache);
-        self.grammars.put(key, Compiled { grammar, cache });
+        let masks = masks.unwrap_or_else(new_mask_cache);
+        self.grammars.put(key, Compiled { grammar, masks });
     }
 
     /// The options schemas are compiled with (see [`Generator::set_compile_options`]).
@@ -577,6 +582,18 @@ impl<M: Model> Generator<M> {
     /// whether a grammar is built, not which); a grammar already kept for `schema` stays, with
     /// its mask cache.
     pub fn add_compiled(&mut self, schema: &Value, grammar: Arc<Grammar>) -> bool {
+        self.add_shared(schema, grammar, new_mask_cache())
+    }
+
+    /// [`Generator::add_compiled`], with `masks` as the grammar's mask cache: give every
+    /// generator the same (a server's batch lanes), and a state one of them met costs the
+    /// others a copy (see [`new_mask_cache`]).
+    pub fn add_shared(
+        &mut self,
+        schema: &Value,
+        grammar: Arc<Grammar>,
+        masks: Arc<SharedMaskCache>,
+    ) -> bool {
         let mut theirs = grammar.options().clone();
         theirs.limits.max_compile_time = self.options.limits.max_compile_time;
         if theirs != self.options {
@@ -584,7 +601,7 @@ impl<M: Model> Generator<M> {
         }
         let key = self.schema_key(schema);
         if self.grammars.get(&key).is_none() {
-            self.put_compiled(key, grammar, None);
+            self.put_compiled(key, grammar, Some(masks));
         }
         true
     }
@@ -772,15 +789,10 @@ impl<M: Model> Generator<M> {
     ) -> Result<Output, GenerateError> {
         match &request.schema {
             Some(schema) => {
-                let (key, mut compiled, compile_ms) = self.check_out(schema)?;
+                let (key, compiled, compile_ms) = self.check_out(schema)?;
                 let recognizer = Matcher::new(compiled.grammar.clone());
                 let session = Session::new(self.kernel.clone(), recognizer);
-                let r = self.run(
-                    prompt,
-                    Some((session, &mut compiled.cache)),
-                    options,
-                    on_text,
-                );
+                let r = self.run(prompt, Some((session, &compiled.masks)), options, on_text);
                 self.grammars.put(key, compiled);
                 let mut out = r?;
                 out.timing.compile_ms = compile_ms;
@@ -876,11 +888,12 @@ impl<M: Model> Generator<M> {
         }
     }
 
-    /// The decode loop over a prompt, with an optional constraint.
+    /// The decode loop over a prompt, with an optional constraint: a session, and the mask
+    /// cache of its grammar (see [`new_mask_cache`]).
     pub fn run<R: Recognizer>(
         &mut self,
         prompt: &[TokenId],
-        constraint: Option<(Session<R>, &mut MaskCache)>,
+        constraint: Option<(Session<R>, &SharedMaskCache)>,
         opts: &GenerateOptions,
         on_text: &mut dyn FnMut(&str) -> bool,
     ) -> Result<Output, GenerateError> {

@@ -33,7 +33,7 @@ pub use batch::{
 pub use engine::{
     GenerateOptions, Generator, LogprobSink, MAX_TOP_LOGPROBS, Output, Prompt, Reasoning, Request,
     StopReason, Timing, TokenLogprob, default_tables_dir, kernel_cached, kernel_for,
-    reasoning_end_in,
+    new_mask_cache, reasoning_end_in,
 };
 pub use error::GenerateError;
 pub use model::{Model, ModelError};

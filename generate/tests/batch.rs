@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use generate::{
     BatchModel, BatchOptions, Batcher, GenerateOptions, Generator, Message, Model, ModelError,
-    Request, SeqStep, Tokenizer, kernel_for,
+    Request, SeqStep, Tokenizer, kernel_for, new_mask_cache,
 };
-use mask_kernel::Kernel;
+use mask_kernel::{Kernel, SharedMaskCache};
 use sampler::SamplerConfig;
+use schema_compiler::Grammar;
 use serde_json::json;
 
 fn tokenizer() -> Arc<Tokenizer> {
@@ -223,6 +224,21 @@ fn concurrently(
     lanes: usize,
     requests: &[Request],
 ) -> Vec<Result<String, String>> {
+    sharing(tok, batcher, lanes, requests, &[])
+}
+
+/// A schema's grammar and mask cache, handed to every lane.
+type Shared = (serde_json::Value, Arc<Grammar>, Arc<SharedMaskCache>);
+
+/// [`concurrently`], each lane's generator given `shared` first (as a server's compile pool
+/// hands its grammars over).
+fn sharing(
+    tok: &Arc<Tokenizer>,
+    batcher: &Batcher,
+    lanes: usize,
+    requests: &[Request],
+    shared: &[Shared],
+) -> Vec<Result<String, String>> {
     let kernel = kernel();
     let results: Vec<Mutex<Option<Result<String, String>>>> =
         requests.iter().map(|_| Mutex::new(None)).collect();
@@ -230,6 +246,9 @@ fn concurrently(
         for lane_index in 0..lanes {
             let lane = batcher.lane(lane_index).expect("a free lane");
             let mut g = Generator::with_kernel(lane, tok.clone(), kernel.clone()).unwrap();
+            for (schema, grammar, masks) in shared {
+                assert!(g.add_shared(schema, grammar.clone(), masks.clone()));
+            }
             let results = &results;
             scope.spawn(move || {
                 for (i, r) in requests.iter().enumerate() {
@@ -284,6 +303,44 @@ fn lanes_give_the_texts_each_request_gives_alone() {
     // The long prompt was cut into chunks of the step budget.
     assert!(steps.iter().all(|&(_, tokens)| tokens <= 32));
     assert!(steps.iter().filter(|&&(_, tokens)| tokens == 32).count() >= 3);
+}
+
+/// Lanes given one grammar and mask cache per schema give the same texts, and find the masks
+/// other lanes put.
+#[test]
+fn lanes_sharing_grammars_and_masks_give_the_texts_each_request_gives_alone() {
+    let tok = tokenizer();
+    let requests = requests();
+    let expected = one_at_a_time(&tok, &requests);
+    let probe = Generator::with_kernel(
+        Single {
+            tokens: Vec::new(),
+            logits: Vec::new(),
+            n: tok.vocab().len(),
+        },
+        tok.clone(),
+        kernel(),
+    )
+    .unwrap();
+    // Requests 0, 1 and 2 hold the three schemas.
+    let shared: Vec<Shared> = requests[..3]
+        .iter()
+        .filter_map(|r| r.schema.clone())
+        .map(|schema| {
+            let g = Grammar::compile(&schema, probe.compile_options()).unwrap();
+            (schema, Arc::new(g), new_mask_cache())
+        })
+        .collect();
+    let model = pool(&tok, 2, 32);
+    let batcher = Batcher::spawn(move || Ok::<_, String>(model.clone()), options(200)).unwrap();
+    // Two lanes: each schema is used on both.
+    let got = sharing(&tok, &batcher, 2, &requests, &shared);
+    for (i, (got, want)) in got.iter().zip(&expected).enumerate() {
+        assert_eq!(got.as_deref(), Ok(want.as_str()), "request {i}");
+    }
+    // Two requests of each schema, one per lane: the second finds what the first put.
+    let hits: u64 = shared.iter().map(|(_, _, m)| m.stats().hits).sum();
+    assert!(hits >= 3, "masks found in the shared caches: {hits}");
 }
 
 #[test]

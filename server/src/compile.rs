@@ -13,8 +13,9 @@
 //! gets the same 400 at once, without compiling again).
 //!
 //! The grammars are compiled with the model thread's generator's options and handed to it
-//! with the request ([`generate::Generator::add_compiled`]), where they join its own cache
-//! with their mask caches.
+//! with the request ([`generate::Generator::add_shared`]), where they join its own cache. Each
+//! comes with its mask cache, kept here with it: every lane generating under a schema shares
+//! it, so a state one request met costs the others a copy.
 
 use std::num::NonZeroUsize;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -22,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
+use mask_kernel::SharedMaskCache;
 use schema_compiler::json_text::RoundedNumbers;
 use schema_compiler::{CompileError, Compiler, Grammar, Options, PropertyOrder};
 use serde_json::Value;
@@ -53,9 +55,13 @@ pub(crate) enum Failure {
     Crashed(String),
 }
 
-/// A grammar, and whether it came from the cache.
+/// A grammar and its mask cache, kept for the requests with its schema.
+type Kept = (Arc<Grammar>, Arc<SharedMaskCache>);
+
+/// A grammar, its mask cache, and whether they came from the cache.
 pub(crate) struct Compiled {
     pub grammar: Arc<Grammar>,
+    pub masks: Arc<SharedMaskCache>,
     pub hit: bool,
 }
 
@@ -65,7 +71,7 @@ pub(crate) struct CompilePool {
     permits: Arc<Semaphore>,
     threads: usize,
     timeout: Duration,
-    grammars: Mutex<LruCache<String, Arc<Grammar>>>,
+    grammars: Mutex<LruCache<String, Kept>>,
     failures: Mutex<LruCache<String, Failure>>,
     metrics: Arc<Metrics>,
 }
@@ -140,10 +146,11 @@ impl CompilePool {
         } else {
             format!("{order:?}\0{rounded:?}\0{schema}")
         };
-        if let Some(g) = lock(&self.grammars).get(&key) {
+        if let Some((grammar, masks)) = lock(&self.grammars).get(&key) {
             self.metrics.schema_cache("hit");
             return Ok(Compiled {
-                grammar: g.clone(),
+                grammar: grammar.clone(),
+                masks: masks.clone(),
                 hit: true,
             });
         }
@@ -177,7 +184,7 @@ impl CompilePool {
                     .compile(&schema)
             }));
             let result = match result {
-                Ok(Ok(g)) => Ok(Arc::new(g)),
+                Ok(Ok(g)) => Ok((Arc::new(g), generate::new_mask_cache())),
                 Ok(Err(CompileError::Limit {
                     limit: "max_compile_time",
                     ..
@@ -200,8 +207,9 @@ impl CompilePool {
                 if matches!(r, Err(Failure::TimedOut { .. })) {
                     self.metrics.compile_timeouts.inc();
                 }
-                r.map(|grammar| Compiled {
+                r.map(|(grammar, masks)| Compiled {
                     grammar,
+                    masks,
                     hit: false,
                 })
             }
@@ -225,13 +233,13 @@ impl CompilePool {
     }
 
     /// Records a finished compile.
-    fn remember(&self, key: String, result: &Result<Arc<Grammar>, Failure>) {
+    fn remember(&self, key: String, result: &Result<Kept, Failure>) {
         let mut grammars = lock(&self.grammars);
         let mut failures = lock(&self.failures);
         match result {
-            Ok(g) => {
+            Ok(kept) => {
                 failures.pop(&key);
-                grammars.put(key, g.clone());
+                grammars.put(key, kept.clone());
             }
             Err(f) => {
                 failures.put(key, f.clone());

@@ -365,14 +365,14 @@ async fn start(
             .await
             .map_err(|f| compile_error(f, None))?;
         schema_cache_hit = Some(c.hit);
-        grammars.push((schema.clone(), c.grammar));
+        grammars.push((schema.clone(), c.grammar, c.masks));
     }
     for tool in &plan.tools {
         let c = compiler
             .grammar(&tool.parameters, plan.property_order, &rounded)
             .await
             .map_err(|f| compile_error(f, Some(&tool.name)))?;
-        grammars.push((tool.parameters.clone(), c.grammar));
+        grammars.push((tool.parameters.clone(), c.grammar, c.masks));
     }
 
     let stream = plan.stream;

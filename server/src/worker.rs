@@ -33,6 +33,7 @@ use generate::{
     LogprobSink, Message, Model, Output, Prompt, Reasoning, Request, SCHEMA_PLACEHOLDER,
     SchemaInPrompt, StopReason, Timing, TokenLogprob,
 };
+use mask_kernel::SharedMaskCache;
 use schema_compiler::{Grammar, Options};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -55,8 +56,9 @@ pub(crate) enum Job {
 pub(crate) struct Work {
     pub plan: Plan,
     /// The grammars of the request's schemas (its response format, its tools' parameters),
-    /// compiled by the compile pool: the generator keeps them and compiles nothing.
-    pub grammars: Vec<(Value, Arc<Grammar>)>,
+    /// compiled by the compile pool, each with the mask cache every lane shares: the
+    /// generator keeps them and compiles nothing.
+    pub grammars: Vec<(Value, Arc<Grammar>, Arc<SharedMaskCache>)>,
     /// Whether the response format's grammar came from the compile cache.
     pub schema_cache_hit: Option<bool>,
     pub events: mpsc::UnboundedSender<Event>,
@@ -572,8 +574,8 @@ fn process<M: Model>(
     let queue_ms = work.enqueued.elapsed().as_secs_f64() * 1e3;
     generator.set_property_order(work.plan.property_order);
     let reasoning = thinking(generator, &work.plan);
-    for (schema, grammar) in &work.grammars {
-        if !generator.add_compiled(schema, grammar.clone()) {
+    for (schema, grammar, masks) in &work.grammars {
+        if !generator.add_shared(schema, grammar.clone(), masks.clone()) {
             tracing::warn!("a grammar from the compile pool has other options; compiling here");
         }
     }

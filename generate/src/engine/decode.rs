@@ -10,7 +10,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use mask_kernel::{FixedBitSet, MaskCache, MaskError, MaskStats, Recognizer, Session, apply};
+use mask_kernel::{
+    FixedBitSet, MaskCache, MaskError, MaskStats, Recognizer, Session, SharedMaskCache, apply,
+};
 use sampler::Sampler;
 use serde_json::json;
 use vocab_index::{TokenId, Vocabulary};
@@ -118,6 +120,9 @@ impl Logprobs {
 /// took and the part of that time decoding waited for it, in µs.
 type Prepared = Option<(Result<MaskStats, MaskError>, f64, f64)>;
 
+/// Most bytes of the sets inside strings a request keeps beside its grammar's masks.
+const INSIDE_BYTES: usize = 16 << 20;
+
 /// The state of one generation between its steps.
 pub(super) struct Decoder<'a> {
     opts: &'a GenerateOptions,
@@ -131,6 +136,8 @@ pub(super) struct Decoder<'a> {
     piece: String,
     cancelled: bool,
     mask: FixedBitSet,
+    /// The request's own cache beside its grammar's masks: the sets of tokens inside strings.
+    inside: MaskCache,
     /// The mask less whitespace and end of sequence, to tell whether a document is over.
     rest: FixedBitSet,
     /// Bytes the constraint forces.
@@ -165,6 +172,7 @@ impl<'a> Decoder<'a> {
             piece: String::new(),
             cancelled: false,
             mask: FixedBitSet::with_capacity(vocab.len()),
+            inside: MaskCache::new(INSIDE_BYTES),
             rest: FixedBitSet::with_capacity(vocab.len()),
             forced_bytes: Vec::with_capacity(256),
             prepared: None,
@@ -192,7 +200,7 @@ impl<'a> Decoder<'a> {
     pub(super) fn run<M: Model, R: Recognizer>(
         &mut self,
         g: &mut Generator<M>,
-        mut constraint: Option<(Session<R>, &mut MaskCache)>,
+        mut constraint: Option<(Session<R>, &SharedMaskCache)>,
     ) -> Result<(StopReason, bool), GenerateError> {
         let stop = loop {
             if self.cancelled {
@@ -203,7 +211,7 @@ impl<'a> Decoder<'a> {
                 break StopReason::MaxTokens;
             }
             let stop = match constraint.as_mut() {
-                Some((session, cache)) => self.constrained_step(g, session, cache, remaining)?,
+                Some((session, masks)) => self.constrained_step(g, session, masks, remaining)?,
                 None => self.free_step(g)?,
             };
             if let Some(stop) = stop {
@@ -286,7 +294,7 @@ impl<'a> Decoder<'a> {
         &mut self,
         g: &mut Generator<M>,
         session: &mut Session<R>,
-        cache: &mut MaskCache,
+        masks: &SharedMaskCache,
         remaining: usize,
     ) -> Result<Option<StopReason>, GenerateError> {
         if let Some(tokens) = self.guard.closing(g, session, remaining) {
@@ -331,7 +339,7 @@ impl<'a> Decoder<'a> {
                         "text": String::from_utf8_lossy(bytes)})
                 });
                 self.step += 1;
-                self.feed(g, session, cache, &tokens)?;
+                self.feed(g, session, masks, &tokens)?;
                 return Ok(None);
             }
         }
@@ -339,7 +347,7 @@ impl<'a> Decoder<'a> {
             Some((stats, us, exposed)) => (stats?, us, exposed),
             None => {
                 let t = Instant::now();
-                let stats = session.mask(cache, &mut self.mask)?;
+                let stats = session.mask_shared(masks, &mut self.inside, &mut self.mask)?;
                 let us = t.elapsed().as_secs_f64() * 1e6;
                 (stats, us, us)
             }
@@ -384,7 +392,7 @@ impl<'a> Decoder<'a> {
         }
         self.logprobs.sampled(&self.vocab, token, lse);
         self.emit(&[token]);
-        self.feed(g, session, cache, &[token])?;
+        self.feed(g, session, masks, &[token])?;
         Ok(None)
     }
 
@@ -394,10 +402,11 @@ impl<'a> Decoder<'a> {
         &mut self,
         g: &mut Generator<M>,
         session: &mut Session<R>,
-        cache: &mut MaskCache,
+        masks: &SharedMaskCache,
         tokens: &[TokenId],
     ) -> Result<(), GenerateError> {
         let (prepared, mask, forced) = (&mut self.prepared, &mut self.mask, &mut self.forced_bytes);
+        let inside = &mut self.inside;
         let fast_forward = self.opts.fast_forward;
         g.feed_with(tokens, &mut || {
             if fast_forward {
@@ -408,7 +417,7 @@ impl<'a> Decoder<'a> {
                 }
             }
             let t = Instant::now();
-            let stats = session.mask(cache, mask);
+            let stats = session.mask_shared(masks, inside, mask);
             let us = t.elapsed().as_secs_f64() * 1e6;
             *prepared = Some((stats, us, us));
         })?;

@@ -773,7 +773,7 @@ impl<M: Model> Generator<M> {
             (schema, key)
         };
         let mut compile_ms = 0.0;
-        let (grammar, mut cache) = match self.take_compiled(&key) {
+        let (grammar, masks) = match self.take_compiled(&key) {
             Some(c) => c,
             None => {
                 let t = std::time::Instant::now();
@@ -853,8 +853,8 @@ impl<M: Model> Generator<M> {
             }
             on_text(piece)
         };
-        let result = self.run(&prompt, Some((session, &mut cache)), &options, &mut wrapped);
-        self.put_compiled(key, grammar, Some(cache));
+        let result = self.run(&prompt, Some((session, &masks)), &options, &mut wrapped);
+        self.put_compiled(key, grammar, Some(masks));
         let mut out = result?;
         out.timing.compile_ms = compile_ms;
         if let Some(t) = thought {
