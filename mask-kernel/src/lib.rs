@@ -29,10 +29,10 @@
 //!    alone, so the [`Kernel`] remembers it for every session of a grammar (at most 20 MiB;
 //!    see [`Kernel::forget_learnt`]).
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole
-//!    subtree. The numeric tokens (spelled only in [`NUMBER_BYTES`]) are walked
-//!    apart, by the byte classes the recognizer gives inside a number (see
-//!    [`Recognizer::number_classes`]): one push per run of classes instead of one per token.
-//!    The kernel keeps a trie per partition of those bytes (at most 4 MiB).
+//!    subtree. Where a vocabulary has many numeric tokens (spelled only in
+//!    [`NUMBER_BYTES`]), they are walked apart, by the byte classes the recognizer gives
+//!    (see [`Recognizer::number_classes`]): one push per run of classes instead of one per
+//!    token. The kernel keeps a trie per partition of those bytes (at most 4 MiB).
 //! 4. End of sequence is allowed exactly when the text is a complete document; special tokens
 //!    never are. An empty mask is an error, never returned.
 //!

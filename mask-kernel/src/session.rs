@@ -460,7 +460,8 @@ fn has_byte(set: &[u64; 4], byte: u8) -> bool {
 const CLASSED_BELOW: u32 = 64;
 
 /// Whether some first byte has enough numeric tokens below it to walk them by class (as Llama
-/// 3's digits do; Gemma 3 spells digits one by one, and its tries are not worth splitting).
+/// 3's digits do; Gemma 3 spells digits one by one, and splitting its trie costs more than it
+/// saves).
 fn numbers_by_class(kernel: &Kernel) -> bool {
     let exact = kernel.number_trie(&EXACT, false);
     (0..NUMBER_BYTES.len()).any(|i| exact.below(i) >= CLASSED_BELOW)
@@ -818,11 +819,15 @@ impl<R: Recognizer> Session<R> {
         }
     }
 
-    /// Adds every token the recognizer accepts to `out` (counted in `tally`): the numeric ones
-    /// (see [`crate::numbers`]) by byte class where the recognizer gives classes (from their
+    /// Adds every token the recognizer accepts to `out` (counted in `tally`). Where the
+    /// vocabulary has many numeric tokens (see [`numbers_by_class`]), the numeric ones (see
+    /// [`crate::numbers`]) go by byte class where the recognizer gives classes (from their
     /// first byte, or after it), and the others token by token, in two tries split by their
-    /// first byte.
+    /// first byte; elsewhere the trie is walked whole.
     fn walk_all(&mut self, kernel: &Kernel, out: &mut FixedBitSet, tally: &mut Tally) -> u64 {
+        if !numbers_by_class(kernel) {
+            return walk(kernel.trie(), &mut self.rec, out, tally);
+        }
         let given = self.rec.next_bytes_hint();
         let hint = given.unwrap_or([u64::MAX; 4]);
         let mut w = Walk {
@@ -929,11 +934,10 @@ impl<R: Recognizer> Session<R> {
         true
     }
 
-    /// Adds the tokens of `trie` (`None`: of the whole vocabulary, the numeric ones by class
-    /// where the recognizer gives classes and there are many) that stay inside the current
-    /// lexeme (the recognizer in lexeme-only mode), cached under the split key, and
-    /// remembered in the kernel for every session of the grammar where the recognizer names
-    /// it.
+    /// Adds the tokens of `trie` (`None`: of the whole vocabulary, as [`Session::walk_all`]
+    /// walks it) that stay inside the current lexeme (the recognizer in lexeme-only mode),
+    /// cached under the split key, and remembered in the kernel for every session of the
+    /// grammar where the recognizer names it.
     fn walk_inside(
         &mut self,
         kernel: &Kernel,
@@ -960,12 +964,6 @@ impl<R: Recognizer> Session<R> {
         let nodes = match trie {
             Some(trie) => walk(
                 trie,
-                &mut self.rec,
-                &mut self.scratch,
-                &mut self.scratch_tally,
-            ),
-            None if !numbers_by_class(kernel) => walk(
-                kernel.trie(),
                 &mut self.rec,
                 &mut self.scratch,
                 &mut self.scratch_tally,
