@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::state::Core;
+use super::state::{Core, State};
 use crate::dfa::DEAD;
 use crate::grammar::Grammar;
 use crate::options::KeyEscapes;
@@ -193,46 +193,50 @@ pub(super) fn escape_ranges(core: &Core, needed_only: bool) -> ([(u32, u32); 3],
     (out, n)
 }
 
-/// Passes `judge` the distinct tuples of DFA states (one per entry of `dfas`, from `start`)
-/// reached by the ASCII characters an unfinished escape can still produce, until it returns
-/// true; whether it did. Where an escape keeps a lexeme viable, it mostly does so by spelling
-/// an ASCII character (`\u0030` for a digit, `\n`), and one outcome is enough: trying those
-/// first spares following every code point the escape can produce through the DFAs (see
-/// [`escape_outcomes`]: a few µs for each new tuple of states).
-pub(super) fn any_ascii_outcome(
-    g: &Grammar,
-    core: &Core,
-    needed_only: bool,
-    dfas: &[DfaId],
-    start: &[u32],
-    mut judge: impl FnMut(&[u32]) -> bool,
-) -> bool {
-    let k = dfas.len();
-    if k == 0 {
-        return false;
-    }
-    let (ranges, n) = escape_ranges(core, needed_only);
-    let mut tried: Vec<u32> = Vec::new();
-    let mut tuple = vec![0u32; k];
-    for &(lo, hi) in &ranges[..n] {
-        for c in lo..=hi.min(0x7F) {
-            for j in 0..k {
-                tuple[j] = if start[j] == DEAD {
-                    DEAD
-                } else {
-                    g.dfa(dfas[j]).next(start[j], c as u8)
-                };
-            }
-            if tried.chunks(k).any(|t| t == tuple.as_slice()) {
-                continue;
-            }
-            tried.extend_from_slice(&tuple);
-            if judge(&tuple) {
-                return true;
+impl State {
+    /// Whether `judge` accepts some tuple of DFA states (one per entry of `dfas`, from
+    /// `start`) that the unfinished escape in `core` can still lead to. Where an escape keeps a
+    /// lexeme viable, it mostly does so by spelling an ASCII character (`\u0030` for a digit,
+    /// `\n`), and one outcome is enough: the distinct tuples the ASCII characters reach are
+    /// judged first, which spares following every code point the escape can produce through
+    /// the DFAs (see [`escape_outcomes`]: a few µs for each new tuple of states). The others
+    /// are judged only when none of those passes.
+    pub(super) fn any_escape_outcome(
+        &mut self,
+        g: &Grammar,
+        core: &Core,
+        needed_only: bool,
+        dfas: &[DfaId],
+        start: &[u32],
+        mut judge: impl FnMut(&mut State, &[u32]) -> bool,
+    ) -> bool {
+        let k = dfas.len();
+        if k > 0 {
+            let (ranges, n) = escape_ranges(core, needed_only);
+            let mut tried: Vec<u32> = Vec::new();
+            let mut tuple = vec![0u32; k];
+            for &(lo, hi) in &ranges[..n] {
+                for c in lo..=hi.min(0x7F) {
+                    for j in 0..k {
+                        tuple[j] = if start[j] == DEAD {
+                            DEAD
+                        } else {
+                            g.dfa(dfas[j]).next(start[j], c as u8)
+                        };
+                    }
+                    if tried.chunks(k).any(|t| t == tuple.as_slice()) {
+                        continue;
+                    }
+                    tried.extend_from_slice(&tuple);
+                    if judge(self, &tuple) {
+                        return true;
+                    }
+                }
             }
         }
+        let (outcomes, count) = self.escapes.outcomes(g, core, needed_only, dfas, start);
+        (0..count).any(|c| judge(self, &outcomes[c * k..(c + 1) * k]))
     }
-    false
 }
 
 /// The distinct tuples of DFA states (one per entry of `dfas`, from `start`) reached by the

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::decode::{Decoded, any_ascii_outcome, decode, feed_core, needed_only};
+use super::decode::{Decoded, decode, feed_core, needed_only};
 use super::state::{Core, LexKind, Mode, Role, State};
 use super::viability::DeadSinks;
 use crate::dfa::DEAD;
@@ -470,33 +470,12 @@ impl State {
         after.count += 1;
         let dfas = self.walk.dfas.clone();
         let start = self.walk.states[base..base + k].to_vec();
-        let ascii = any_ascii_outcome(g, core, needed_only, &dfas, &start, |tuple| {
-            self.walk.states.extend_from_slice(tuple);
-            let ok = self.walk_top_viable(g, &after);
-            self.walk.states.truncate(base + k);
+        self.any_escape_outcome(g, core, needed_only, &dfas, &start, |st, tuple| {
+            st.walk.states.extend_from_slice(tuple);
+            let ok = st.walk_top_viable(g, &after);
+            st.walk.states.truncate(base + k);
             ok
-        });
-        if ascii {
-            return true;
-        }
-        let (outcomes, count) = self.escapes.outcomes(
-            g,
-            core,
-            needed_only,
-            &self.walk.dfas,
-            &self.walk.states[base..base + k],
-        );
-        for c in 0..count {
-            self.walk
-                .states
-                .extend_from_slice(&outcomes[c * k..(c + 1) * k]);
-            let ok = self.walk_top_viable(g, &after);
-            self.walk.states.truncate(base + k);
-            if ok {
-                return true;
-            }
-        }
-        false
+        })
     }
 
     pub(super) fn walk_key_universal(&self, g: &Grammar, j: usize, state: u32) -> bool {

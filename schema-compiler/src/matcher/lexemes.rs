@@ -4,7 +4,7 @@
 //! end turns their DFA states into verdicts ([`State::primitive_result`]), which the syntax
 //! layer folds into the container. Strings are decoded first ([`super::decode`]).
 
-use super::decode::{Decoded, any_ascii_outcome, decode, feed_core, needed_only};
+use super::decode::{Decoded, decode, feed_core, needed_only};
 use super::hashing::{FNV0, HASH2_SEED, fnv, hash2_step};
 use super::state::{Core, Lex, LexKind, Mode, Obligation, Role, State, Undo};
 use crate::dfa::{DEAD, NO_PATH};
@@ -311,16 +311,7 @@ impl State {
             st.rollback(mark);
             ok
         };
-        if any_ascii_outcome(g, &lex.core, needed_only, &dfas, &states, |tuple| {
-            judge(self, tuple)
-        }) {
-            return true;
-        }
-        let (outcomes, count) = self
-            .escapes
-            .outcomes(g, &lex.core, needed_only, &dfas, &states);
-        let k = dfas.len();
-        (0..count).any(|c| judge(self, &outcomes[c * k..(c + 1) * k]))
+        self.any_escape_outcome(g, &lex.core, needed_only, &dfas, &states, judge)
     }
 
     /// With value hashing (`uniqueItems`): a string whose content can no longer grow (every
