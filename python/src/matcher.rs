@@ -51,8 +51,8 @@ impl State {
 ///
 /// The masks go to the grammar's cache, keyed by the grammar's state and shared by every
 /// matcher of the grammar, so a state any of them met costs a copy; the sets of tokens inside
-/// strings go to the matcher's own cache (bounded by `cache_bytes`). Methods lock the matcher, so it may be
-/// used from several threads, one call at a time.
+/// strings go to the matcher's own cache (bounded by `cache_bytes`). Methods lock the
+/// matcher, so it may be used from several threads, one call at a time.
 #[pyclass(module = "stencil", frozen)]
 pub struct Matcher {
     grammar: Py<Grammar>,
