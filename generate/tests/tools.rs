@@ -157,7 +157,7 @@ fn auto_follows_the_model_to_text_or_to_a_call() {
             assert_eq!(calls.len(), 1);
             assert_eq!(calls[0].name, "get_weather");
             assert_eq!(
-                calls[0].arguments,
+                calls[0].arguments_value().unwrap(),
                 json!({"city": "Paris", "unit": "celsius"})
             );
             assert!(calls[0].id.starts_with("call_"));
@@ -192,8 +192,8 @@ fn the_constraint_overrules_the_model() {
             panic!("{choice:?}: {}", out.text)
         };
         assert_eq!(calls[0].name, "get_weather");
-        let unit = calls[0].arguments["unit"].as_str().unwrap();
-        assert!(["celsius", "fahrenheit"].contains(&unit), "{}", out.text);
+        let unit = calls[0].arguments_value().unwrap()["unit"].clone();
+        assert!(unit == "celsius" || unit == "fahrenheit", "{}", out.text);
     }
     let (reply, out) = g
         .generate_with_tools(msgs, &tools, &ToolChoice::None, options(), &mut |_| true)
@@ -286,7 +286,7 @@ fn parallel_calls_and_their_limit() {
     let Reply::Calls(calls) = reply else { panic!() };
     assert_eq!(calls.len(), 2);
     assert_ne!(calls[0].id, calls[1].id);
-    assert_eq!(calls[1].arguments["city"], "Oslo");
+    assert_eq!(calls[1].arguments_value().unwrap()["city"], "Oslo");
 
     let turn = TurnOptions {
         max_calls: Some(1),
@@ -360,7 +360,7 @@ fn unhandled_calls_end_the_loop() {
         .unwrap();
     assert_eq!(result.stop, LoopStop::UnhandledCalls);
     assert_eq!(result.pending.len(), 1);
-    assert_eq!(result.pending[0].arguments["city"], "Lima");
+    assert_eq!(result.pending[0].arguments_value().unwrap()["city"], "Lima");
     assert_eq!(result.answer, None);
 }
 
@@ -477,7 +477,7 @@ fn hermes_format_with_the_qwen3_template() {
     };
     assert_eq!(calls.len(), 1);
     assert_eq!(
-        calls[0].arguments,
+        calls[0].arguments_value().unwrap(),
         json!({"city": "Paris", "unit": "celsius"})
     );
 
@@ -654,7 +654,7 @@ fn a_text_schema_next_to_the_calls() {
         Reply::Text(r#"{"city":"Paris"}"#.into())
     );
     match turn_for(ToolChoice::Auto) {
-        Reply::Calls(calls) => assert_eq!(calls[0].arguments["city"], "Paris"),
+        Reply::Calls(calls) => assert_eq!(calls[0].arguments_value().unwrap()["city"], "Paris"),
         other => panic!("{other:?}"),
     }
     // A model that wants plain words still answers in the schema.
@@ -704,4 +704,92 @@ fn a_tool_marked_any_order_keeps_any_order_beside_an_ordered_one() {
         "{}",
         out.text
     );
+}
+
+/// A model with random logits (xorshift, seeded): it writes whatever the constraint allows,
+/// keys and numbers included that no real model would.
+struct Random {
+    vocab: usize,
+    past: usize,
+    state: u64,
+    logits: Vec<f32>,
+}
+
+impl Model for Random {
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+    fn context_size(&self) -> usize {
+        8192
+    }
+    fn n_past(&self) -> usize {
+        self.past
+    }
+    fn forward(&mut self, tokens: &[u32]) -> Result<&[f32], ModelError> {
+        self.past += tokens.len();
+        for l in &mut self.logits {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            *l = (self.state % 1000) as f32 / 100.0;
+        }
+        Ok(&self.logits)
+    }
+    fn logits_depend_only_on_tokens(&self) -> bool {
+        false
+    }
+    fn truncate(&mut self, n_past: usize) -> Result<(), ModelError> {
+        self.past = self.past.min(n_past);
+        Ok(())
+    }
+}
+
+#[test]
+fn every_required_turn_with_room_for_a_call_gives_calls() {
+    // Whatever the model writes (long extra keys, numbers beyond an f64 such as 1e400), a
+    // turn whose budget holds the shortest call ends with calls that read back: the budget
+    // closes the call, and the arguments are kept as written.
+    let tok = load("llama3");
+    let vocab = tok.vocab().len();
+    let model = Random {
+        vocab,
+        past: 0,
+        state: 0x9E37_79B9_7F4A_7C15,
+        logits: vec![0.0; vocab],
+    };
+    let mut g = Generator::new(model, tok).unwrap();
+    let mut weather = weather().to_openai();
+    // Any other property too, so that the model can write keys and values of its own.
+    weather["function"]["parameters"]["additionalProperties"] = json!(true);
+    let tools = [Tool::from_openai(&weather).unwrap()];
+    let mut beyond_f64 = 0;
+    for seed in 0..120u64 {
+        let options = GenerateOptions {
+            max_tokens: 30 + (seed as usize * 7) % 50,
+            seed,
+            ..GenerateOptions::default()
+        };
+        let (reply, out) = g
+            .generate_with_tools(
+                vec![Message::new("user", "Weather?")],
+                &tools,
+                &ToolChoice::Required,
+                options.clone(),
+                &mut |_| true,
+            )
+            .unwrap_or_else(|e| panic!("seed {seed}, {} tokens: {e:?}", options.max_tokens));
+        let Reply::Calls(calls) = reply else {
+            panic!("seed {seed}: no calls: {}", out.text);
+        };
+        for c in &calls {
+            assert_eq!(c.name, "get_weather");
+            assert!(out.text.contains(c.arguments.get()), "{}", out.text);
+            match c.arguments_value() {
+                Ok(v) => assert!(v.is_object(), "{v}"),
+                Err(_) => beyond_f64 += 1,
+            }
+        }
+    }
+    // The model above writes such numbers: the case is met, not only allowed.
+    assert!(beyond_f64 > 0, "no argument beyond an f64 was written");
 }

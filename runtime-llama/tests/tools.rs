@@ -67,7 +67,7 @@ fn required_call_parses_and_validates() -> Result<()> {
             .iter()
             .find(|t| t.name == c.name)
             .ok_or_else(|| anyhow::anyhow!("unknown tool {}", c.name))?;
-        assert_valid(&tool.parameters, &c.arguments)?;
+        assert_valid(&tool.parameters, &c.arguments_value()?)?;
         assert!(c.id.starts_with("call_"), "{}", c.id);
     }
     eprintln!("{}", out.text);
@@ -101,7 +101,7 @@ fn auto_gives_text_or_a_complete_call() -> Result<()> {
             Reply::Calls(calls) => {
                 ensure!(out.complete, "{out:?}");
                 for c in &calls {
-                    assert_valid(&tools[0].parameters, &c.arguments)?;
+                    assert_valid(&tools[0].parameters, &c.arguments_value()?)?;
                 }
             }
         }
@@ -174,7 +174,7 @@ fn sampled_calls_close_within_a_small_budget() -> Result<()> {
             anyhow::bail!("seed {seed}: expected calls, got {reply:?}")
         };
         for c in &calls {
-            assert_valid(&tools[0].parameters, &c.arguments)?;
+            assert_valid(&tools[0].parameters, &c.arguments_value()?)?;
         }
     }
     Ok(())

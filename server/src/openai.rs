@@ -592,8 +592,8 @@ pub struct CallOut {
     pub id: String,
     /// The function's name.
     pub name: String,
-    /// The arguments, a JSON object.
-    pub arguments: Value,
+    /// The arguments, as the JSON text the model wrote.
+    pub arguments: String,
 }
 
 impl CallOut {
@@ -603,7 +603,7 @@ impl CallOut {
         let mut v = json!({
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments.to_string()},
+            "function": {"name": self.name, "arguments": self.arguments},
         });
         if let Some(i) = index {
             v["index"] = json!(i);

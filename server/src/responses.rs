@@ -428,15 +428,7 @@ fn output(f: &Finished) -> Vec<Value> {
         )],
         Answer::Calls(calls) => calls
             .iter()
-            .map(|c| {
-                call_item(
-                    &item_id("fc"),
-                    &c.id,
-                    &c.name,
-                    &c.arguments.to_string(),
-                    "completed",
-                )
-            })
+            .map(|c| call_item(&item_id("fc"), &c.id, &c.name, &c.arguments, "completed"))
             .collect(),
     };
     thought.into_iter().chain(answer).collect()
@@ -617,7 +609,7 @@ fn stream(
                                     Some(s) => call_item(&s.item_id, &s.call_id, &s.name,
                                         &s.arguments, "completed"),
                                     None => call_item(&item_id("fc"), &c.id, &c.name,
-                                        &c.arguments.to_string(), "completed"),
+                                        &c.arguments, "completed"),
                                 };
                                 output.push(item);
                             }

@@ -138,7 +138,7 @@ pub(crate) fn run<M: Model>(
                     let mut out = CallOut {
                         id: c.id,
                         name: c.name,
-                        arguments: c.arguments,
+                        arguments: c.arguments.get().to_string(),
                     };
                     if stream {
                         out.id = send_rest(events, i, &out, sent_calls.get(i));
@@ -181,11 +181,12 @@ fn send_rest(
     call: &CallOut,
     sent: Option<&SentCall>,
 ) -> String {
-    let arguments = call.arguments.to_string();
+    let arguments = call.arguments.clone();
     let (id, rest) = match sent {
         Some(s) => {
-            let done = serde_json::from_str::<serde_json::Value>(&s.arguments)
-                .is_ok_and(|v| v == call.arguments);
+            let read = |t: &str| serde_json::from_str::<serde_json::Value>(t).ok();
+            let done = s.arguments == arguments
+                || read(&s.arguments).is_some_and(|v| read(&arguments) == Some(v));
             let rest = match arguments.strip_prefix(s.arguments.as_str()) {
                 _ if done => "",
                 Some(rest) => rest,

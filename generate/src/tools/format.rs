@@ -1,12 +1,23 @@
 //! Tool-call formats: how calls are written in the model's output, how tools and results get
 //! into the prompt, and how the output is read back.
 
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::recognizer::CallLayout;
 use super::{Tool, ToolChoice};
 use crate::error::GenerateError;
 use crate::template::{ChatTemplate, Message};
+
+/// A JSON object read with each member's value kept as the text it was written in.
+type RawObject = BTreeMap<String, Box<RawValue>>;
+
+/// The arguments of a call that gives none: `{}`.
+fn empty_arguments() -> Box<RawValue> {
+    RawValue::from_string("{}".to_string()).expect("`{}` is JSON")
+}
 
 /// How tool calls are written in a model's output.
 ///
@@ -211,49 +222,52 @@ impl ToolFormat {
         text.trim_start().starts_with(self.opening())
     }
 
-    /// Reads the calls in `text` as `(name, arguments)` pairs.
+    /// Reads the calls in `text` as `(name, arguments)` pairs, each call's arguments as the
+    /// JSON text the model wrote (arguments written as a JSON string are that string's
+    /// content). The text is kept, not parsed into a [`Value`]: a number the schema allows
+    /// may be beyond what an `f64` holds (`1e400`), and the caller gets it as written.
     ///
     /// # Errors
     ///
     /// [`GenerateError::ToolCallParse`] when the text is not a complete turn of calls.
-    pub fn parse_calls(&self, text: &str) -> Result<Vec<(String, Value)>, GenerateError> {
+    pub fn parse_calls(&self, text: &str) -> Result<Vec<(String, Box<RawValue>)>, GenerateError> {
         let fail = |reason: String| GenerateError::ToolCallParse {
             reason,
             text: text.to_string(),
         };
         let args_key = self.arguments_key();
-        let read_call = |v: &Value| -> Result<(String, Value), GenerateError> {
-            let name = v
+        let read_call = |call: &RawObject| -> Result<(String, Box<RawValue>), GenerateError> {
+            let name = call
                 .get("name")
-                .and_then(Value::as_str)
+                .and_then(|n| serde_json::from_str::<String>(n.get()).ok())
                 .ok_or_else(|| fail("a call has no `name` string".into()))?;
-            let args = match v.get(args_key) {
-                None | Some(Value::Null) => json!({}),
+            let args = match call.get(args_key) {
+                None => empty_arguments(),
+                Some(a) if a.get() == "null" => empty_arguments(),
                 // Some models write the arguments as a JSON string.
-                Some(Value::String(s)) => serde_json::from_str(s)
+                Some(a) if a.get().starts_with('"') => serde_json::from_str::<String>(a.get())
+                    .and_then(RawValue::from_string)
                     .map_err(|e| fail(format!("the arguments of `{name}`: {e}")))?,
                 Some(a) => a.clone(),
             };
-            Ok((name.to_string(), args))
+            Ok((name, args))
+        };
+        let object = |t: &str| {
+            serde_json::from_str::<RawObject>(t)
+                .map_err(|e| fail(format!("not a JSON object: {e}")))
         };
         match self {
             ToolFormat::JsonEnvelope => {
-                let v: Value = serde_json::from_str(text.trim())
-                    .map_err(|e| fail(format!("not a JSON object: {e}")))?;
-                let calls = v
+                let calls = object(text.trim())?
                     .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| fail("no `tool_calls` array".into()))?;
+                    .and_then(|c| serde_json::from_str::<Vec<RawObject>>(c.get()).ok())
+                    .ok_or_else(|| fail("no `tool_calls` array of objects".into()))?;
                 if calls.is_empty() {
                     return Err(fail("the `tool_calls` array is empty".into()));
                 }
                 calls.iter().map(read_call).collect()
             }
-            ToolFormat::Llama3Json => {
-                let v: Value = serde_json::from_str(text.trim())
-                    .map_err(|e| fail(format!("not a JSON object: {e}")))?;
-                Ok(vec![read_call(&v)?])
-            }
+            ToolFormat::Llama3Json => Ok(vec![read_call(&object(text.trim())?)?]),
             ToolFormat::Hermes => {
                 let mut out = Vec::new();
                 let mut rest = text.trim_start();
@@ -261,10 +275,13 @@ impl ToolFormat {
                     rest = rest
                         .strip_prefix("<tool_call>")
                         .ok_or_else(|| fail("expected `<tool_call>`".into()))?;
-                    let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
-                    let v = match values.next() {
+                    let mut values =
+                        serde_json::Deserializer::from_str(rest).into_iter::<RawObject>();
+                    let call = match values.next() {
                         Some(Ok(v)) => v,
-                        Some(Err(e)) => return Err(fail(format!("a call is not JSON: {e}"))),
+                        Some(Err(e)) => {
+                            return Err(fail(format!("a call is not a JSON object: {e}")));
+                        }
                         None => return Err(fail("a `<tool_call>` block is empty".into())),
                     };
                     rest = rest[values.byte_offset()..].trim_start();
@@ -272,7 +289,7 @@ impl ToolFormat {
                         .strip_prefix("</tool_call>")
                         .ok_or_else(|| fail("expected `</tool_call>`".into()))?
                         .trim_start();
-                    out.push(read_call(&v)?);
+                    out.push(read_call(&call)?);
                 }
                 if out.is_empty() {
                     return Err(fail("no call".into()));
@@ -284,7 +301,7 @@ impl ToolFormat {
 
     /// The complete calls at the start of a turn that was cut off inside a later call (the
     /// token budget ran out): `None` when there is no complete call.
-    pub fn salvage_calls(&self, text: &str) -> Option<Vec<(String, Value)>> {
+    pub fn salvage_calls(&self, text: &str) -> Option<Vec<(String, Box<RawValue>)>> {
         match self {
             ToolFormat::JsonEnvelope => text
                 .char_indices()
@@ -582,6 +599,43 @@ mod tests {
         assert!(text.ends_with("<start_of_turn>model\n"), "{text}");
     }
 
+    /// Calls with their arguments read into values, to compare.
+    fn read(calls: Vec<(String, Box<RawValue>)>) -> Vec<(String, Value)> {
+        calls
+            .into_iter()
+            .map(|(n, a)| (n, serde_json::from_str(a.get()).unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn arguments_are_kept_as_written() {
+        // 1e400 is beyond an f64: kept as text, not refused.
+        let args = r#"{"x":1e400,"y":[-2.50E+3]}"#;
+        let texts = [
+            (
+                ToolFormat::JsonEnvelope,
+                format!(r#"{{"tool_calls":[{{"name":"a","arguments":{args}}}]}}"#),
+            ),
+            (
+                ToolFormat::Llama3Json,
+                format!(r#"{{"name":"a","parameters":{args}}}"#),
+            ),
+            (
+                ToolFormat::Hermes,
+                format!("<tool_call>\n{{\"name\":\"a\",\"arguments\":{args}}}\n</tool_call>"),
+            ),
+        ];
+        for (f, text) in texts {
+            let calls = f.parse_calls(&text).unwrap();
+            assert_eq!(calls.len(), 1, "{f:?}");
+            assert_eq!(
+                (calls[0].0.as_str(), calls[0].1.get()),
+                ("a", args),
+                "{f:?}"
+            );
+        }
+    }
+
     #[test]
     fn parses_each_format() {
         let f = ToolFormat::JsonEnvelope;
@@ -589,7 +643,7 @@ mod tests {
             .parse_calls(r#" {"tool_calls":[{"name":"a","arguments":{"x":1}},{"arguments":"{\"y\":2}","name":"b"}]}"#)
             .unwrap();
         assert_eq!(
-            calls,
+            read(calls),
             vec![("a".into(), json!({"x": 1})), ("b".into(), json!({"y": 2}))]
         );
         assert!(f.is_call("\n{\"tool_calls\""));
@@ -609,7 +663,7 @@ mod tests {
         let f = ToolFormat::Hermes;
         let text = "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"s\": \"</tool_call>\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"b\", \"arguments\": {}}\n</tool_call>";
         assert_eq!(
-            f.parse_calls(text).unwrap(),
+            read(f.parse_calls(text).unwrap()),
             vec![
                 ("a".into(), json!({"s": "</tool_call>"})),
                 ("b".into(), json!({}))
@@ -621,8 +675,10 @@ mod tests {
 
         let f = ToolFormat::Llama3Json;
         assert_eq!(
-            f.parse_calls(r#"{"name": "a", "parameters": {"x": true}}"#)
-                .unwrap(),
+            read(
+                f.parse_calls(r#"{"name": "a", "parameters": {"x": true}}"#)
+                    .unwrap()
+            ),
             vec![("a".into(), json!({"x": true}))]
         );
     }
@@ -635,16 +691,18 @@ mod tests {
         ];
         for f in [ToolFormat::JsonEnvelope, ToolFormat::Hermes] {
             assert_eq!(
-                f.parse_calls(&f.write_calls(&calls)).unwrap(),
+                read(f.parse_calls(&f.write_calls(&calls)).unwrap()),
                 calls,
                 "{f:?}"
             );
         }
         let one = &calls[..1];
         assert_eq!(
-            ToolFormat::Llama3Json
-                .parse_calls(&ToolFormat::Llama3Json.write_calls(one))
-                .unwrap(),
+            read(
+                ToolFormat::Llama3Json
+                    .parse_calls(&ToolFormat::Llama3Json.write_calls(one))
+                    .unwrap()
+            ),
             one
         );
     }

@@ -5,7 +5,7 @@
 //!
 //! [`Generator::generate_with_tools`] renders the conversation with the tools, generates one
 //! assistant turn under a constraint built from the tools and the [`ToolChoice`], and returns a
-//! [`Reply`]: text, or calls with parsed arguments.
+//! [`Reply`]: text, or calls with their arguments as the JSON the model wrote.
 //!
 //! - The constraint for a call is compiled from the tools' schemas: each call is an object with
 //!   the tool's name as a `const` and its arguments under the tool's `parameters` schema
@@ -72,6 +72,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use mask_kernel::{Recognizer, Session};
 use schema_compiler::{Matcher, Whitespace};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use crate::engine::{GenerateOptions, Generator, Output, StopReason};
@@ -362,19 +363,36 @@ impl std::fmt::Display for ToolChoice {
 }
 
 /// One call the model made.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ToolCall {
     /// A process-wide unique id, `call_<n>`.
     pub id: String,
     /// The tool.
     pub name: String,
-    /// The arguments, valid under the tool's parameters schema.
-    pub arguments: Value,
+    /// The arguments as the model wrote them: JSON, valid under the tool's parameters schema.
+    /// They are kept as text because a number the schema allows may be beyond what a
+    /// [`Value`] holds (`1e400`); [`ToolCall::arguments_value`] reads them.
+    pub arguments: Box<RawValue>,
+}
+
+impl PartialEq for ToolCall {
+    fn eq(&self, other: &ToolCall) -> bool {
+        self.id == other.id
+            && self.name == other.name
+            && self.arguments.get() == other.arguments.get()
+    }
 }
 
 impl ToolCall {
     /// A call with a fresh id.
     pub fn new(name: impl Into<String>, arguments: Value) -> ToolCall {
+        let arguments =
+            serde_json::value::to_raw_value(&arguments).expect("a JSON value serializes");
+        ToolCall::with_text(name, arguments)
+    }
+
+    /// A call with a fresh id, its arguments given as JSON text.
+    pub fn with_text(name: impl Into<String>, arguments: Box<RawValue>) -> ToolCall {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         ToolCall {
             id: format!("call_{}", NEXT.fetch_add(1, Ordering::Relaxed)),
@@ -383,13 +401,22 @@ impl ToolCall {
         }
     }
 
+    /// The arguments read into a [`Value`].
+    ///
+    /// # Errors
+    ///
+    /// When they hold a number beyond the range of an `f64`.
+    pub fn arguments_value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_str(self.arguments.get())
+    }
+
     /// The OpenAI shape: `{"id", "type": "function", "function": {"name", "arguments": <JSON
     /// text>}}`.
     pub fn to_openai(&self) -> Value {
         json!({
             "id": self.id,
             "type": "function",
-            "function": {"name": self.name, "arguments": self.arguments.to_string()}
+            "function": {"name": self.name, "arguments": self.arguments.get()}
         })
     }
 
@@ -888,7 +915,7 @@ impl<M: Model> Generator<M> {
         };
         let calls = calls
             .into_iter()
-            .map(|(name, arguments)| ToolCall::new(name, arguments))
+            .map(|(name, arguments)| ToolCall::with_text(name, arguments))
             .collect();
         Ok((Reply::Calls(calls), out))
     }

@@ -449,7 +449,10 @@ impl ToolLoop {
             for call in calls {
                 let handler = self.handlers[&call.name].clone();
                 let t = Instant::now();
-                let r = run_handler(&handler, call.arguments.clone(), deadline);
+                let r = match call.arguments_value() {
+                    Ok(arguments) => run_handler(&handler, arguments, deadline),
+                    Err(e) => Err(format!("the arguments cannot be read: {e}")),
+                };
                 let content = match &r {
                     Ok(Value::String(s)) => s.clone(),
                     Ok(v) => v.to_string(),
