@@ -474,6 +474,9 @@ async fn tool_calls_in_openai_shape() {
     .error(400);
     assert_eq!(e["param"], "max_tokens");
     assert_eq!(e["code"], "max_tokens_too_small");
+    // The message says how generation stopped.
+    let message = e["message"].as_str().unwrap();
+    assert!(message.contains("(MaxTokens) after 3 tokens"), "{message}");
     server.stop().await;
 
     // Auto and none, on a model that answers in text.

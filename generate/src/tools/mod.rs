@@ -910,7 +910,21 @@ impl<M: Model> Generator<M> {
             }
             Err(e) => match format.salvage_calls(&out.text) {
                 Some(calls) if out.stop == StopReason::MaxTokens => calls,
-                _ => return Err(e),
+                // How generation stopped says why the calls are unfinished.
+                _ => {
+                    return Err(match e {
+                        GenerateError::ToolCallParse { reason, text } => {
+                            GenerateError::ToolCallParse {
+                                reason: format!(
+                                    "{reason}; generation stopped ({:?}) after {} tokens",
+                                    out.stop, out.completion_tokens
+                                ),
+                                text,
+                            }
+                        }
+                        e => e,
+                    });
+                }
             },
         };
         let calls = calls
