@@ -217,13 +217,7 @@ impl State {
             let mut tuple = vec![0u32; k];
             for &(lo, hi) in &ranges[..n] {
                 for c in lo..=hi.min(0x7F) {
-                    for j in 0..k {
-                        tuple[j] = if start[j] == DEAD {
-                            DEAD
-                        } else {
-                            g.dfa(dfas[j]).next(start[j], c as u8)
-                        };
-                    }
+                    step_tuple(g, dfas, start, c as u8, &mut tuple);
                     if tried.chunks(k).any(|t| t == tuple.as_slice()) {
                         continue;
                     }
@@ -236,6 +230,18 @@ impl State {
         }
         let (outcomes, count) = self.escapes.outcomes(g, core, needed_only, dfas, start);
         (0..count).any(|c| judge(self, &outcomes[c * k..(c + 1) * k]))
+    }
+}
+
+/// Writes into `to` the state each DFA of `dfas` reaches from the state in `from` by `byte`
+/// (a dead one stays dead).
+fn step_tuple(g: &Grammar, dfas: &[DfaId], from: &[u32], byte: u8, to: &mut [u32]) {
+    for ((t, &s), &d) in to.iter_mut().zip(from).zip(dfas) {
+        *t = if s == DEAD {
+            DEAD
+        } else {
+            g.dfa(d).next(s, byte)
+        };
     }
 }
 
@@ -281,13 +287,7 @@ pub(super) fn escape_outcomes(
                         if b > r.start && like_prev[b as usize] {
                             continue;
                         }
-                        for j in 0..k {
-                            tuple[j] = if t[j] == DEAD {
-                                DEAD
-                            } else {
-                                g.dfa(dfas[j]).next(t[j], b)
-                            };
-                        }
+                        step_tuple(g, dfas, t, b, &mut tuple);
                         if !next.chunks(k).any(|u| u == &tuple[..]) {
                             next.extend_from_slice(&tuple);
                         }
