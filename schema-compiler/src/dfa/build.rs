@@ -409,6 +409,7 @@ impl Dfa {
             univ: LazyFlags::default(),
             budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
+            ascii_only: OnceLock::new(),
         }
     }
 
@@ -587,6 +588,7 @@ impl Dfa {
             univ: LazyFlags::default(),
             budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
+            ascii_only: OnceLock::new(),
         }
     }
 
@@ -859,6 +861,7 @@ impl RawBuilder {
             univ: LazyFlags::default(),
             budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
+            ascii_only: OnceLock::new(),
         })
     }
 }

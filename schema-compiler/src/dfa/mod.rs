@@ -117,6 +117,7 @@ pub struct Dfa {
     budgets: LazyBudgets,
     /// Per state index, computed on first use: a byte on a shortest path to acceptance.
     toward: OnceLock<Box<[Option<u8>]>>,
+    ascii_only: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for Dfa {
@@ -348,6 +349,22 @@ impl Dfa {
     /// bound can be checked on its own.
     pub fn is_prefix_closed(&self) -> bool {
         (1..self.finals.len()).all(|i| self.finals[i] != NO_MATCH)
+    }
+
+    /// Whether every byte from 0x80 up leads every state to the dead state: the DFA takes
+    /// ASCII alone, so any other code point kills it at its first byte.
+    pub fn ascii_only(&self) -> bool {
+        *self.ascii_only.get_or_init(|| {
+            let mut high = [false; 256];
+            for b in 0x80..=0xFFu8 {
+                high[self.classes[b as usize] as usize] = true;
+            }
+            self.trans.chunks(self.stride as usize).all(|row| {
+                row.iter()
+                    .enumerate()
+                    .all(|(c, &to)| !high[c] || to == DEAD)
+            })
+        })
     }
 
     /// A byte that starts a shortest path from `state` to acceptance (printable ASCII

@@ -333,6 +333,7 @@ fn random_dfa(seed: u64, n: usize, k: usize, sets: u32) -> Dfa {
         univ: LazyFlags::default(),
         budgets: LazyBudgets::default(),
         toward: OnceLock::new(),
+        ascii_only: OnceLock::new(),
     }
 }
 
@@ -446,5 +447,32 @@ proptest::proptest! {
         let from_trie = Dfa::from_names(&names, any, limits).unwrap();
         proptest::prop_assert_eq!(same_match_sets(&from_trie, &from_regex), Ok(()));
         proptest::prop_assert_eq!(from_trie.num_states(), from_regex.num_states(), "both minimal");
+    }
+}
+
+#[test]
+fn ascii_only_dfas_die_at_every_byte_from_0x80() {
+    let of = |re: &str| Dfa::from_regex(re, lim()).unwrap();
+    for re in [
+        "[a-z]+",
+        "[0-9]{4}-[0-9]{2}",
+        "printInEndpoint",
+        "(a|b)*c?",
+        "x|\\n",
+    ] {
+        assert!(of(re).ascii_only(), "{re}");
+    }
+    // Some state takes a byte from 0x80 up: at the start (`é`, `.`, `\w`, a negated class) or
+    // only later (`a(é)?`); `\d` takes every Unicode digit.
+    for re in [
+        "é",
+        "(?s:.+)",
+        "\\w+",
+        "\\d",
+        "[^\"]*",
+        "a(é)?",
+        "ab|a\u{10000}",
+    ] {
+        assert!(!of(re).ascii_only(), "{re}");
     }
 }

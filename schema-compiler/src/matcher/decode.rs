@@ -118,6 +118,23 @@ pub(super) fn decode(core: &mut Core, b: u8, needed_only: bool) -> Decoded {
     }
 }
 
+/// Whether [`decode`] may take byte `b` (keep it inside the string or key) from a decoder at
+/// escape point `esc`: false when it refuses `b`, or ends the string with it, whatever the
+/// rest of the decoder state.
+pub(super) fn may_take(esc: u8, b: u8) -> bool {
+    match esc {
+        0 => b != b'"' && b >= 0x20,
+        1 => matches!(
+            b,
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' | b'u'
+        ),
+        2..=5 | 8..=11 => b.is_ascii_hexdigit(),
+        6 => b == b'\\',
+        7 => b == b'u',
+        _ => false,
+    }
+}
+
 /// Whether escapes are limited to those JSON needs: in keys, under [`KeyEscapes::Needed`].
 pub(super) fn needed_only(g: &Grammar, key: bool) -> bool {
     key && g.options.key_escapes == KeyEscapes::Needed
@@ -270,6 +287,27 @@ pub(super) fn escape_outcomes(
         });
     }
     let mut found: Vec<u32> = Vec::new();
+    if dfas.iter().all(|&d| g.dfa(d).ascii_only()) {
+        // A code point from 0x80 up kills every DFA at its first byte: all of them give the
+        // one tuple of dead states, and only the ASCII ones need following.
+        let mut tuple = vec![0u32; k];
+        for &(lo, hi) in &ranges[..n] {
+            for c in lo..=hi.min(0x7F) {
+                step_tuple(g, dfas, start, c as u8, &mut tuple);
+                if !found.chunks(k).any(|u| u == tuple.as_slice()) {
+                    found.extend_from_slice(&tuple);
+                }
+            }
+            if hi >= 0x80 {
+                tuple.fill(DEAD);
+                if !found.chunks(k).any(|u| u == tuple.as_slice()) {
+                    found.extend_from_slice(&tuple);
+                }
+            }
+        }
+        let count = found.len() / k;
+        return (found, count);
+    }
     let mut cur: Vec<u32> = Vec::new();
     let mut next: Vec<u32> = Vec::new();
     let mut tuple = vec![0u32; k];

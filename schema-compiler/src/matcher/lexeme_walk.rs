@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::decode::{Decoded, decode, feed_core, needed_only};
+use super::decode::{Decoded, decode, feed_core, may_take, needed_only};
 use super::state::{Core, LexKind, Mode, Role, State};
 use super::viability::DeadSinks;
 use crate::dfa::DEAD;
@@ -207,12 +207,11 @@ impl Groups {
         }
     }
 
-    /// The bytes of `b`'s group (empty when it is learnt on its own).
-    fn same_as(&self, b: u8) -> &[u8] {
-        match self.group[b as usize] {
-            ALONE => &[],
-            i => &self.bytes[self.start[i as usize] as usize..self.start[i as usize + 1] as usize],
-        }
+    /// The bytes of each group, in the order of the groups.
+    fn all(&self) -> impl Iterator<Item = &[u8]> {
+        self.start
+            .windows(2)
+            .map(|w| &self.bytes[w[0] as usize..w[1] as usize])
     }
 }
 
@@ -292,6 +291,51 @@ impl LexemeWalk {
         }
     }
 
+    /// Gives `next`, the successor of node `at` by `b`, a byte of some group (`ok` when the
+    /// decoder took it), to every byte of that group, and to every byte of another group that
+    /// the UTF-8 decoder and each DFA send from this node where `b` goes. `self.states` holds
+    /// the node's DFA states, then (when `ok`) the successor's.
+    fn share_successor(
+        &mut self,
+        g: &Grammar,
+        groups: &Groups,
+        at: usize,
+        b: u8,
+        ok: bool,
+        next: u32,
+    ) {
+        let mine = groups.group[b as usize];
+        let row = at * 256;
+        let k = self.idx.len();
+        let utf8 = g.dfa(g.utf8);
+        let syn = self.node_core[at].syn;
+        let after = utf8.next(syn, b);
+        let continues = (0x80..0xC0).contains(&b);
+        for (i, same) in groups.all().enumerate() {
+            let c = same[0];
+            if i != mine as usize
+                && (self.next[row + c as usize] != UNSEEN
+                    || utf8.next(syn, c) != after
+                    || (0x80..0xC0).contains(&c) != continues)
+            {
+                continue;
+            }
+            // `b` refused by the UTF-8 decoder: so is `c`. Otherwise `c` must lead every DFA
+            // where `b` does.
+            let alike = i == mine as usize
+                || !ok
+                || (0..k).all(|j| {
+                    let s = self.states[j];
+                    s == DEAD || g.dfa(self.dfas[j]).next(s, c) == self.states[k + j]
+                });
+            if alike {
+                for &c in same {
+                    self.next[row + c as usize] = next;
+                }
+            }
+        }
+    }
+
     /// The node of decoder `core` and the DFA states at `states[from..from + idx.len()]`,
     /// added when new.
     pub(super) fn intern(&mut self, mut core: Core, from: usize) -> u32 {
@@ -308,7 +352,20 @@ impl LexemeWalk {
         self.node_core.push(core);
         self.node_states
             .extend_from_slice(&self.states[from..from + k]);
-        self.next.resize(self.next.len() + 256, UNSEEN);
+        let row = self.next.len();
+        self.next.resize(row + 256, UNSEEN);
+        // The bytes the decoder refuses (or that end the string or key) at this point of an
+        // escape, whatever the DFA states: none stays inside.
+        if core.esc == 0 {
+            self.next[row..row + 0x20].fill(REFUSED);
+            self.next[row + b'"' as usize] = REFUSED;
+        } else {
+            for b in 0..=255u8 {
+                if !may_take(core.esc, b) {
+                    self.next[row + b as usize] = REFUSED;
+                }
+            }
+        }
         self.viable.push((0, false));
         self.node_class.push(UNSEEN);
         self.nodes.insert(self.words[..].into(), id);
@@ -389,12 +446,14 @@ impl State {
         } else {
             REFUSED
         };
-        // Outside an escape, the bytes of `b`'s group have the same successor.
+        // Outside an escape, the bytes of `b`'s group have the same successor, and so do those
+        // of any other group that this node's states send where `b` goes. (A byte learnt on its
+        // own, such as `\` starting an escape, shares its successor with none.)
         if walk.node_core[at].esc == 0 {
             walk.ensure_groups(g);
-            let groups = walk.groups.as_deref().expect("worked out");
-            for &c in groups.same_as(b) {
-                walk.next[at * 256 + c as usize] = next;
+            let groups = walk.groups.clone().expect("worked out");
+            if groups.group[b as usize] != ALONE {
+                walk.share_successor(g, &groups, at, b, ok, next);
             }
         }
         walk.next[at * 256 + b as usize] = next;

@@ -378,3 +378,39 @@ fn pretty_completions_are_pretty() {
         "\n    \"name\": \"\",\n    \"n\": 0,\n    \"tags\": [\n      \"\"\n    ]\n  }\n]"
     );
 }
+
+#[test]
+fn bytes_said_untaken_are_exactly_those_no_decoder_takes() {
+    use super::decode::{Decoded, decode, may_take};
+    use super::state::Core;
+    // Decoders at each escape point, with code-unit values that let the last digit through
+    // (a plain one, a high surrogate, a pair awaiting its low half) or not, in both escape
+    // modes.
+    let uvals = [
+        0,
+        0x0041,
+        0xD83D,
+        0xDE00,
+        0xD83D_0000,
+        0xD83D_0DC0,
+        0xD83D_DE00,
+    ];
+    for esc in 0..=12u8 {
+        for b in 0..=255u8 {
+            let taken = uvals.iter().any(|&uval| {
+                [false, true].into_iter().any(|needed_only| {
+                    let mut core = Core {
+                        esc,
+                        uval,
+                        ..Core::default()
+                    };
+                    !matches!(
+                        decode(&mut core, b, needed_only),
+                        Decoded::Reject | Decoded::End
+                    )
+                })
+            });
+            assert_eq!(may_take(esc, b), taken, "escape point {esc}, byte {b:#04x}");
+        }
+    }
+}
