@@ -14,11 +14,12 @@
 //!    cannot leave the string, so they depend on the string's lexer state alone. When the
 //!    string takes every content of some [level](recognizer::CONTENT_LEVELS) (any text; any
 //!    unescaped text but line breaks for `.*`; or, say, letters, digits and non-ASCII
-//!    characters for a pattern like `[^\s/]+`; or ASCII letters, digits and the space, the
-//!    [space level](recognizer::SPACE_LEVEL), for `[\w\s/.-]+`) the tokens spelled in that
-//!    level are a precomputed set (by code-point budget, for `maxLength` or a bounded
-//!    repetition), and only the others are walked, in a trie of their own, with the recognizer
-//!    in lexeme-only mode; the walk is cached by lexer state. Only the tokens containing `"`
+//!    characters for a pattern like `[^\s/]+`; every unescaped character but white space, the
+//!    [non-space level](recognizer::NONSPACE_LEVEL), for `\S+`; or ASCII letters, digits and
+//!    the space, the [space level](recognizer::SPACE_LEVEL), for `[\w\s/.-]+`) the tokens
+//!    spelled in that level are a precomputed set (by code-point budget, for `maxLength` or a
+//!    bounded repetition), and only the others are walked, in a trie of their own, with the
+//!    recognizer in lexeme-only mode; the walk is cached by lexer state. Only the tokens containing `"`
 //!    (about 1% of a vocabulary) are then walked with the full recognizer, and only along the
 //!    content bytes that a first, lexeme-only pass over them took (the full recognizer is slow
 //!    to refuse a byte of a string; the lexeme-only mode learns a table of successors as it

@@ -20,7 +20,7 @@ use crate::Kernel;
 /// What every tables file starts with.
 const MAGIC: &[u8; 16] = b"stencil-tables\n\0";
 /// The layout of the payload: raised whenever a table or its encoding changes.
-const FORMAT: u32 = 7;
+const FORMAT: u32 = 8;
 /// Magic, format, fingerprint, checksum.
 const HEADER: usize = 16 + 4 + 32 + 4;
 

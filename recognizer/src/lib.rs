@@ -42,7 +42,7 @@
 //! A grammar decides which level of content a string takes; a kernel decides which tokens
 //! spell each level. Both use the one definition here: [`CONTENT_LEVELS`] (a chain of
 //! character sets, from ASCII letters and digits up to everything, escapes included),
-//! [`SPACE_LEVEL`] beside the chain, [`content_level_allows`] for a character and
+//! [`SPACE_LEVEL`] and [`NONSPACE_LEVEL`] beside the chain, [`content_level_allows`] for a character and
 //! [`spelled_in`] for a token's bytes. The non-ASCII white space of ECMAScript
 //! ([`is_unicode_space`]) is what sets some levels apart, as `.` and `\s` tell it apart in
 //! patterns.
@@ -97,7 +97,7 @@ mod recognizer;
 
 pub use content::{key_content, string_content};
 pub use levels::{
-    CONTENT_LEVELS, FILLER, LEVELS, PLAIN_LEVEL, SPACE_LEVEL, TOP_LEVEL, UNICODE_SPACES,
-    content_level_allows, is_unicode_space, level_is_plain, spelled_in,
+    CONTENT_LEVELS, FILLER, LEVELS, NONSPACE_LEVEL, PLAIN_LEVEL, SPACE_LEVEL, TOP_LEVEL,
+    UNICODE_SPACES, content_level_allows, is_unicode_space, level_is_plain, spelled_in,
 };
 pub use recognizer::{Close, NUMBER_BYTES, QUOTE, Recognizer, Split, is_numeric};

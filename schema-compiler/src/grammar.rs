@@ -173,7 +173,8 @@ impl Grammar {
     }
 
     /// String-content flags of a lexer DFA state for content of `level` (see
-    /// [`crate::dfa::CONTENT_LEVELS`] and [`crate::dfa::SPACE_LEVEL`]).
+    /// [`crate::dfa::CONTENT_LEVELS`], [`crate::dfa::SPACE_LEVEL`] and
+    /// [`crate::dfa::NONSPACE_LEVEL`]).
     pub(crate) fn universal_flags(&self, dfa: DfaId, state: u32, level: u8) -> UniversalFlags {
         let f = self.dfas[dfa as usize].string_flags(state);
         UniversalFlags {

@@ -3,7 +3,7 @@
 //! bounded repetition still allows ([`Dfa::string_budget`]), in tables shared between threads
 //! ([`LazyTable`]).
 
-use super::levels::{CONTENT_LEVELS, ContentFlags, SPACE_LEVEL, level_universe};
+use super::levels::{CONTENT_LEVELS, ContentFlags, NONSPACE_LEVEL, SPACE_LEVEL, level_universe};
 use super::{DEAD, Dfa};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
@@ -19,6 +19,11 @@ const KNOWN: u16 = 0x8000;
 const SPACE_LIVE: u16 = 0x40;
 
 const SPACE_FREE: u16 = 0x80;
+
+/// [`LazyFlags`] bits of [`ContentFlags::nonspace_live`] and [`ContentFlags::nonspace_free`].
+const NONSPACE_LIVE: u16 = 0x100;
+
+const NONSPACE_FREE: u16 = 0x200;
 
 /// A per-state table filled in on first use, shareable between threads (a DFA lives in a
 /// grammar many sessions use at once). A clone starts empty.
@@ -94,6 +99,8 @@ impl Dfa {
                 free: ((known >> 3) & 7) as u8,
                 space_live: known & SPACE_LIVE != 0,
                 space_free: known & SPACE_FREE != 0,
+                nonspace_live: known & NONSPACE_LIVE != 0,
+                nonspace_free: known & NONSPACE_FREE != 0,
             };
         }
         let mut flags = ContentFlags::default();
@@ -115,19 +122,35 @@ impl Dfa {
                 break;
             }
         }
-        // The space level lies inside level 2 and holds level 0.
-        if flags.live > 2 {
-            flags.space_live = true;
-            flags.space_free = flags.free > 2;
-        } else if flags.live > 0 {
-            let (live, free) = self.search_string_flags(state, SPACE_LEVEL, true, &alive, None);
-            flags.space_live = live;
-            flags.space_free = live && free && want_free;
-        }
+        // A level beside the chain, inside chain level `within` and holding chain level
+        // `holds`: taken (live, and free) where `within` is, searched for where only `holds` is.
+        let (chain_live, chain_free) = (flags.live, flags.free);
+        let side = |level: u8, within: u8, holds: u8| {
+            if chain_live > within {
+                (true, chain_free > within)
+            } else if chain_live > holds {
+                let (live, free) = self.search_string_flags(state, level, true, &alive, None);
+                (live, live && free && want_free)
+            } else {
+                (false, false)
+            }
+        };
+        (flags.space_live, flags.space_free) = side(SPACE_LEVEL, 2, 0);
+        (flags.nonspace_live, flags.nonspace_free) = side(NONSPACE_LEVEL, 3, 1);
         let bits = flags.live as u16
             | (flags.free as u16) << 3
             | if flags.space_live { SPACE_LIVE } else { 0 }
-            | if flags.space_free { SPACE_FREE } else { 0 };
+            | if flags.space_free { SPACE_FREE } else { 0 }
+            | if flags.nonspace_live {
+                NONSPACE_LIVE
+            } else {
+                0
+            }
+            | if flags.nonspace_free {
+                NONSPACE_FREE
+            } else {
+                0
+            };
         slot.store(bits | KNOWN, Ordering::Relaxed);
         // Where `state` takes every content at the top level (and also stays accepting, if
         // that is asked), the states met take it too, and nothing about them is left to look
@@ -238,13 +261,13 @@ impl Dfa {
         if state == DEAD || !alive(state) {
             return None;
         }
-        let n = SPACE_LEVEL as usize + 1;
+        let n = NONSPACE_LEVEL as usize + 1;
         let table = table.0.get_or_init(|| {
             (0..self.num_states() * n)
                 .map(|_| AtomicU32::new(0))
                 .collect()
         });
-        let slot = &table[self.index(state) * n + level.min(SPACE_LEVEL) as usize];
+        let slot = &table[self.index(state) * n + level.min(NONSPACE_LEVEL) as usize];
         match slot.load(Ordering::Relaxed) {
             0 => {}
             NO_BUDGET => return None,

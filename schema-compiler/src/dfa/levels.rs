@@ -2,7 +2,7 @@
 //! defined in the `recognizer` crate and re-exported here with the DFAs built from them.
 //!
 //! [`CONTENT_LEVELS`] form a chain, each level holding the characters of the ones before it;
-//! [`SPACE_LEVEL`] stands beside the chain. [`content_level_allows`] says which characters a
+//! [`SPACE_LEVEL`] and [`NONSPACE_LEVEL`] stand beside the chain. [`content_level_allows`] says which characters a
 //! level holds, [`level_universe`] is the DFA of all content of a level, and [`ContentFlags`]
 //! are what a DFA state takes of each level (see [`Dfa::string_flags`]).
 
@@ -13,16 +13,16 @@ use std::sync::OnceLock;
 // The levels are defined once, beside the recognizer trait, so that the mask kernel
 // precomputes its tokens for the same character sets these DFAs take.
 pub use recognizer::{
-    CONTENT_LEVELS, PLAIN_LEVEL, SPACE_LEVEL, UNICODE_SPACES, content_level_allows,
+    CONTENT_LEVELS, NONSPACE_LEVEL, PLAIN_LEVEL, SPACE_LEVEL, UNICODE_SPACES, content_level_allows,
     is_unicode_space, level_is_plain,
 };
 
 /// The DFA of every content of `level` (see [`CONTENT_LEVELS`]): UTF-8 text of the level's
 /// characters, accepting at character boundaries. Built once per process.
 pub fn level_universe(level: u8) -> &'static Dfa {
-    const N: usize = SPACE_LEVEL as usize + 1;
+    const N: usize = NONSPACE_LEVEL as usize + 1;
     static LEVELS: [OnceLock<Dfa>; N] = [const { OnceLock::new() }; N];
-    if level != SPACE_LEVEL && level + 1 >= CONTENT_LEVELS {
+    if level != SPACE_LEVEL && level != NONSPACE_LEVEL && level + 1 >= CONTENT_LEVELS {
         return utf8_universe();
     }
     LEVELS[level as usize].get_or_init(|| {
@@ -57,7 +57,8 @@ pub fn level_universe(level: u8) -> &'static Dfa {
 
 /// How much string content a DFA state takes (see [`Dfa::string_flags`]): every content of a
 /// level below `live` keeps the state live, every content of a level below `free` keeps it
-/// live and accepting (`free <= live`; 0: none); likewise for [`SPACE_LEVEL`].
+/// live and accepting (`free <= live`; 0: none); likewise for [`SPACE_LEVEL`] and
+/// [`NONSPACE_LEVEL`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ContentFlags {
     /// One past the highest level that keeps the state live.
@@ -69,6 +70,11 @@ pub struct ContentFlags {
     /// Every content of [`SPACE_LEVEL`] keeps the state live and accepting (computed only
     /// where `free` is).
     pub space_free: bool,
+    /// Every content of [`NONSPACE_LEVEL`] keeps the state live.
+    pub nonspace_live: bool,
+    /// Every content of [`NONSPACE_LEVEL`] keeps the state live and accepting (computed only
+    /// where `free` is).
+    pub nonspace_free: bool,
 }
 
 impl ContentFlags {
@@ -76,6 +82,8 @@ impl ContentFlags {
     pub fn live_at(&self, level: u8) -> bool {
         if level == SPACE_LEVEL {
             self.space_live
+        } else if level == NONSPACE_LEVEL {
+            self.nonspace_live
         } else {
             self.live > level
         }
@@ -85,6 +93,8 @@ impl ContentFlags {
     pub fn free_at(&self, level: u8) -> bool {
         if level == SPACE_LEVEL {
             self.space_free
+        } else if level == NONSPACE_LEVEL {
+            self.nonspace_free
         } else {
             self.free > level
         }

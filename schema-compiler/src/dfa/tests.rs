@@ -82,14 +82,18 @@ fn string_flags_name_the_highest_level_each_state_takes() {
     assert_eq!(flags(r"\d{4}-\d{2}", b"20"), (0, 0));
     // A bounded repetition is universal while it has room.
     assert_eq!(flags(".{0,3}", b""), (0, 0), "four characters kill it");
-    // The space level, beside level 1: ASCII letters, digits and the space.
-    let space = |pattern: &str, prefix: &[u8]| {
+    // The side levels: the space level, beside level 1 (ASCII letters, digits and the space),
+    // and the non-space level, beside level 2 (what `\S` takes).
+    let side = |pattern: &str, prefix: &[u8]| {
         let d = Dfa::from_regex(
             &crate::text::ecma::pattern_language(pattern).unwrap(),
             DfaLimits::default(),
         )
         .unwrap();
-        let f = d.string_flags(d.run(d.start(), prefix));
+        d.string_flags(d.run(d.start(), prefix))
+    };
+    let space = |pattern: &str, prefix: &[u8]| {
+        let f = side(pattern, prefix);
         (f.live, f.space_live, f.space_free)
     };
     assert_eq!(space("^[\\w\\s/.,:-]+$", b""), (1, true, false));
@@ -98,6 +102,19 @@ fn string_flags_name_the_highest_level_each_state_takes() {
     assert_eq!(space("^[a-z ]*$", b""), (0, false, false), "no digits");
     assert_eq!(space("^[^\\s]+$", b"a"), (2, false, false), "no space");
     assert_eq!(space("^.*$", b""), (4, true, true), "inside level 2");
+    let nonspace = |pattern: &str, prefix: &[u8]| {
+        let f = side(pattern, prefix);
+        (f.live, f.nonspace_live, f.nonspace_free)
+    };
+    assert_eq!(nonspace("^\\S+$", b""), (2, true, false));
+    assert_eq!(nonspace("^\\S+$", b"a"), (2, true, true));
+    assert_eq!(nonspace("^[^\\s]*$", b""), (2, true, true));
+    assert_eq!(nonspace("^https?://\\S+$", b"http://x"), (2, true, true));
+    assert_eq!(nonspace("^[^\\s/]+$", b"a"), (2, false, false), "no `/`");
+    assert_eq!(nonspace("^[^ ]+$", b"a"), (2, true, true), "no space");
+    assert_eq!(nonspace("^[\\w-]+$", b"a"), (1, false, false));
+    assert_eq!(nonspace("^.*$", b""), (4, true, true), "inside level 3");
+    assert_eq!(nonspace("^[^<>]*$", b""), (3, false, false), "the space");
 }
 
 #[test]
