@@ -292,9 +292,12 @@ impl LexemeWalk {
     }
 
     /// Gives `next`, the successor of node `at` by `b`, a byte of some group (`ok` when the
-    /// decoder took it), to every byte of that group, and to every byte of another group that
-    /// the UTF-8 decoder and each DFA send from this node where `b` goes. `self.states` holds
-    /// the node's DFA states, then (when `ok`) the successor's.
+    /// decoder took it), to every byte of that group. Where the successor is refused by the
+    /// UTF-8 decoder or dead to every DFA (most bytes, from a node inside a literal key name or
+    /// a date-time), it also goes to every byte of another group that the decoder and each DFA
+    /// send the same way, which spares learning each of them; a live successor is rarely
+    /// shared, and scanning for it would cost more than it saves. `self.states` holds the
+    /// node's DFA states, then (when `ok`) the successor's.
     fn share_successor(
         &mut self,
         g: &Grammar,
@@ -304,29 +307,33 @@ impl LexemeWalk {
         ok: bool,
         next: u32,
     ) {
-        let mine = groups.group[b as usize];
+        let mine = groups.group[b as usize] as usize;
         let row = at * 256;
+        for &c in groups.all().nth(mine).unwrap_or_default() {
+            self.next[row + c as usize] = next;
+        }
         let k = self.idx.len();
+        if ok && self.states[k..2 * k].iter().any(|&s| s != DEAD) {
+            return;
+        }
         let utf8 = g.dfa(g.utf8);
         let syn = self.node_core[at].syn;
         let after = utf8.next(syn, b);
         let continues = (0x80..0xC0).contains(&b);
-        for (i, same) in groups.all().enumerate() {
+        for same in groups.all() {
             let c = same[0];
-            if i != mine as usize
-                && (self.next[row + c as usize] != UNSEEN
-                    || utf8.next(syn, c) != after
-                    || (0x80..0xC0).contains(&c) != continues)
+            if self.next[row + c as usize] != UNSEEN
+                || utf8.next(syn, c) != after
+                || (0x80..0xC0).contains(&c) != continues
             {
                 continue;
             }
-            // `b` refused by the UTF-8 decoder: so is `c`. Otherwise `c` must lead every DFA
-            // where `b` does.
-            let alike = i == mine as usize
-                || !ok
+            // `b` refused by the UTF-8 decoder: so is `c`. Otherwise `c` must kill every DFA
+            // as `b` does.
+            let alike = !ok
                 || (0..k).all(|j| {
                     let s = self.states[j];
-                    s == DEAD || g.dfa(self.dfas[j]).next(s, c) == self.states[k + j]
+                    s == DEAD || g.dfa(self.dfas[j]).next(s, c) == DEAD
                 });
             if alike {
                 for &c in same {
