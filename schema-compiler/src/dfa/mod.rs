@@ -117,6 +117,7 @@ pub struct Dfa {
     budgets: LazyBudgets,
     /// Per state index, computed on first use: a byte on a shortest path to acceptance.
     toward: OnceLock<Box<[Option<u8>]>>,
+    /// Computed on first use: see [`Dfa::ascii_only`].
     ascii_only: OnceLock<bool>,
 }
 

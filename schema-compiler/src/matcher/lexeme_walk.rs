@@ -454,8 +454,9 @@ impl State {
             REFUSED
         };
         // Outside an escape, the bytes of `b`'s group have the same successor, and so do those
-        // of any other group that this node's states send where `b` goes. (A byte learnt on its
-        // own, such as `\` starting an escape, shares its successor with none.)
+        // of another group that the node sends where `b` goes when that is nowhere (see
+        // `share_successor`). A byte learnt on its own, such as `\` starting an escape, shares
+        // its successor with none.
         if walk.node_core[at].esc == 0 {
             walk.ensure_groups(g);
             let groups = walk.groups.clone().expect("worked out");
