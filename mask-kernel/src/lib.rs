@@ -19,11 +19,11 @@
 //!    the space, the [space level](recognizer::SPACE_LEVEL), for `[\w\s/.-]+`) the tokens
 //!    spelled in that level are a precomputed set (by code-point budget, for `maxLength` or a
 //!    bounded repetition), and only the others are walked, in a trie of their own, with the
-//!    recognizer in lexeme-only mode; the walk is cached by lexer state. Only the tokens containing `"`
-//!    (about 1% of a vocabulary) are then walked with the full recognizer, and only along the
-//!    content bytes that a first, lexeme-only pass over them took (the full recognizer is slow
-//!    to refuse a byte of a string; the lexeme-only mode learns a table of successors as it
-//!    goes).
+//!    recognizer in lexeme-only mode; the walk is cached by lexer state. Only the tokens
+//!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer, and
+//!    only along the content bytes that a first, lexeme-only pass over them took (the full
+//!    recognizer is slow to refuse a byte of a string; the lexeme-only mode learns a table of
+//!    successors as it goes).
 //!    In an object key, the tokens that can end it are classed by a lexeme-only pass over
 //!    their contents (see [`Recognizer::close_class`]), and their suffixes walked once per
 //!    class. What the lexeme-only walks find depends on the grammar and the lexeme state

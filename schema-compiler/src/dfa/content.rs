@@ -137,20 +137,13 @@ impl Dfa {
         };
         (flags.space_live, flags.space_free) = side(SPACE_LEVEL, 2, 0);
         (flags.nonspace_live, flags.nonspace_free) = side(NONSPACE_LEVEL, 3, 1);
+        let bit = |on: bool, bit: u16| if on { bit } else { 0 };
         let bits = flags.live as u16
             | (flags.free as u16) << 3
-            | if flags.space_live { SPACE_LIVE } else { 0 }
-            | if flags.space_free { SPACE_FREE } else { 0 }
-            | if flags.nonspace_live {
-                NONSPACE_LIVE
-            } else {
-                0
-            }
-            | if flags.nonspace_free {
-                NONSPACE_FREE
-            } else {
-                0
-            };
+            | bit(flags.space_live, SPACE_LIVE)
+            | bit(flags.space_free, SPACE_FREE)
+            | bit(flags.nonspace_live, NONSPACE_LIVE)
+            | bit(flags.nonspace_free, NONSPACE_FREE);
         slot.store(bits | KNOWN, Ordering::Relaxed);
         // Where `state` takes every content at the top level (and also stays accepting, if
         // that is asked), the states met take it too, and nothing about them is left to look
