@@ -3,7 +3,7 @@
 //! difference), minimization, and the process-wide cache of regex DFAs.
 
 use super::DEADLINE_STRIDE;
-use super::content::{LazyBudgets, LazyFlags};
+use super::content::{LazyBudgets, LazyFlags, LazyReps};
 use super::{DEAD, Dfa, DfaError, DfaLimits, NO_MATCH};
 use regex_automata::hybrid::{self, LazyStateID};
 use regex_automata::nfa::thompson;
@@ -410,6 +410,7 @@ impl Dfa {
             budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
             ascii_only: OnceLock::new(),
+            reps: LazyReps::default(),
         }
     }
 
@@ -589,6 +590,7 @@ impl Dfa {
             budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
             ascii_only: OnceLock::new(),
+            reps: LazyReps::default(),
         }
     }
 
@@ -862,6 +864,7 @@ impl RawBuilder {
             budgets: LazyBudgets::default(),
             toward: OnceLock::new(),
             ascii_only: OnceLock::new(),
+            reps: LazyReps::default(),
         })
     }
 }

@@ -25,6 +25,23 @@ const NONSPACE_LIVE: u16 = 0x100;
 
 const NONSPACE_FREE: u16 = 0x200;
 
+/// Per content level, the bytes [`Dfa::level_reps`] found, each list found on first use. A
+/// clone starts empty, as a [`LazyTable`] does.
+#[derive(Default)]
+pub(crate) struct LazyReps([OnceLock<Box<[u8]>>; NONSPACE_LEVEL as usize + 1]);
+
+impl Clone for LazyReps {
+    fn clone(&self) -> Self {
+        LazyReps::default()
+    }
+}
+
+impl std::fmt::Debug for LazyReps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LazyReps")
+    }
+}
+
 /// A per-state table filled in on first use, shareable between threads (a DFA lives in a
 /// grammar many sessions use at once). A clone starts empty.
 pub(crate) struct LazyTable<T>(OnceLock<Box<[T]>>);
@@ -169,14 +186,14 @@ impl Dfa {
         boundary: Option<&mut Vec<u32>>,
     ) -> (bool, bool) {
         let u = level_universe(level);
-        let reps = self.joint_reps(u);
+        let reps = self.level_reps(level);
         let mut free = self.is_final(state);
         let mut seen: rustc_hash::FxHashSet<(u32, u32)> = rustc_hash::FxHashSet::default();
         let start = (state, u.start);
         seen.insert(start);
         let mut stack = vec![start];
         while let Some((s, us)) = stack.pop() {
-            for &b in &reps {
+            for &b in reps {
                 let un = u.next(us, b);
                 if un == DEAD {
                     continue;
@@ -208,6 +225,14 @@ impl Dfa {
             );
         }
         (true, free)
+    }
+
+    /// One byte per pair of classes of this DFA and the universe of `level` (see
+    /// [`level_universe`]), found once per DFA and level: the searches of every state of a key
+    /// or string lexer step through these bytes only.
+    fn level_reps(&self, level: u8) -> &[u8] {
+        self.reps.0[level.min(NONSPACE_LEVEL) as usize]
+            .get_or_init(|| self.joint_reps(level_universe(level)).into())
     }
 
     /// One byte per pair of classes of this DFA and `other`.
@@ -283,7 +308,7 @@ impl Dfa {
         dead: impl Fn(u32) -> bool,
     ) -> Option<u32> {
         let u = level_universe(level);
-        let reps = self.joint_reps(u);
+        let reps = self.level_reps(level);
         let mut layer = vec![state];
         let mut next = Vec::new();
         let mut in_next: rustc_hash::FxHashSet<u32> = rustc_hash::FxHashSet::default();
@@ -300,7 +325,7 @@ impl Dfa {
                 stack.push((s, u.start));
                 while let Some((s1, us)) = stack.pop() {
                     let lead = us == u.start;
-                    for &b in &reps {
+                    for &b in reps {
                         let un = u.next(us, b);
                         if un == DEAD {
                             continue;

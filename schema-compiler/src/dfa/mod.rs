@@ -30,7 +30,7 @@ mod tests;
 pub use build::{
     ANY_STRING, cached_names, cached_regex, cached_regex_with, cached_regexes, utf8_universe,
 };
-pub(crate) use content::{LazyBudgets, LazyFlags};
+pub(crate) use content::{LazyBudgets, LazyFlags, LazyReps};
 pub use levels::{
     CONTENT_LEVELS, ContentFlags, PLAIN_LEVEL, SPACE_LEVEL, content_level_allows, is_unicode_space,
     level_is_plain, level_universe,
@@ -119,6 +119,9 @@ pub struct Dfa {
     toward: OnceLock<Box<[Option<u8>]>>,
     /// Computed on first use: see [`Dfa::ascii_only`].
     ascii_only: OnceLock<bool>,
+    /// Per content level, computed on first use: a byte per pair of this DFA's class and the
+    /// level's (see `Dfa::level_reps`).
+    reps: LazyReps,
 }
 
 impl std::fmt::Debug for Dfa {

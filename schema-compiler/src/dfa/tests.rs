@@ -351,6 +351,7 @@ fn random_dfa(seed: u64, n: usize, k: usize, sets: u32) -> Dfa {
         budgets: LazyBudgets::default(),
         toward: OnceLock::new(),
         ascii_only: OnceLock::new(),
+        reps: LazyReps::default(),
     }
 }
 
