@@ -19,7 +19,10 @@
 //!    the space, the [space level](recognizer::SPACE_LEVEL), for `[\w\s/.-]+`) the tokens
 //!    spelled in that level are a precomputed set (by code-point budget, for `maxLength` or a
 //!    bounded repetition), and only the others are walked, in a trie of their own, with the
-//!    recognizer in lexeme-only mode; the walk is cached by lexer state. Only the tokens
+//!    recognizer in lexeme-only mode; the walk is cached by lexer state. Where no level fits
+//!    (`[a-z0-9.-]+`) the whole trie is walked so, except that bytes the recognizer names as
+//!    leading back to where it is (see [`Recognizer::loop_bytes`]) are taken without asking
+//!    it, all alike, until a token's first other byte. Only the tokens
 //!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer, and
 //!    only along the content bytes that a first, lexeme-only pass over them took (the full
 //!    recognizer is slow to refuse a byte of a string; the lexeme-only mode learns a table of

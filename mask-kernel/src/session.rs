@@ -180,6 +180,47 @@ impl<R: Recognizer> TrieVisitor for Walk<'_, R> {
     }
 }
 
+/// [`Walk`] from a recognizer with [loop bytes](Recognizer::loop_bytes): while the prefix is
+/// spelled in them alone the recognizer stays where it is, so those bytes are taken (or not,
+/// all alike) without asking it; it is pushed only the bytes from the first other one on.
+struct LoopWalk<'a, R> {
+    walk: Walk<'a, R>,
+    loops: [u64; 4],
+    /// The recognizer takes the loop bytes.
+    takes: bool,
+    /// The prefix's leading loop bytes, taken without the recognizer.
+    looped: usize,
+    /// The bytes after them, pushed into the recognizer.
+    pushed: usize,
+}
+
+impl<R: Recognizer> TrieVisitor for LoopWalk<'_, R> {
+    #[inline(always)]
+    fn push_byte(&mut self, byte: u8) -> bool {
+        if self.pushed == 0 && has_byte(&self.loops, byte) {
+            self.looped += self.takes as usize;
+            self.walk.nodes += self.takes as u64;
+            return self.takes;
+        }
+        let ok = self.walk.push_byte(byte);
+        self.pushed += ok as usize;
+        ok
+    }
+
+    #[inline(always)]
+    fn pop_bytes(&mut self, n: usize) {
+        let pushed = n.min(self.pushed);
+        self.walk.pop_bytes(pushed);
+        self.pushed -= pushed;
+        self.looped -= n - pushed;
+    }
+
+    #[inline(always)]
+    fn token(&mut self, id: TokenId) {
+        self.walk.token(id);
+    }
+}
+
 /// The first pass of [`Session::walk_quotes`]: the recognizer in lexeme-only mode, recording
 /// for every push whether it was taken (with where its subtree's records end) or not.
 struct Record<'a, R> {
@@ -961,6 +1002,7 @@ impl<R: Recognizer> Session<R> {
         let n = self.scratch.len();
         self.scratch_tally.reset(n);
         self.rec.set_lexeme_only(true);
+        let mut loops = [0u64; 4];
         let nodes = match trie {
             Some(trie) => walk(
                 trie,
@@ -968,6 +1010,7 @@ impl<R: Recognizer> Session<R> {
                 &mut self.scratch,
                 &mut self.scratch_tally,
             ),
+            None if self.rec.loop_bytes(&mut loops) => self.walk_loop(kernel, &loops),
             None => {
                 let (mut set, mut tally) = (
                     std::mem::take(&mut self.scratch),
@@ -994,6 +1037,37 @@ impl<R: Recognizer> Session<R> {
             }
         }
         nodes
+    }
+
+    /// The walk of [`Session::walk_inside`] over the whole trie where the recognizer names
+    /// bytes that take it back to where it is ([`Recognizer::loop_bytes`]): one of them,
+    /// pushed once, decides them all along each token's leading run of them, and the
+    /// recognizer sees only the bytes from the first one outside them (see [`LoopWalk`]).
+    fn walk_loop(&mut self, kernel: &Kernel, loops: &[u64; 4]) -> u64 {
+        let (w, bits) = loops
+            .iter()
+            .enumerate()
+            .find(|(_, bits)| **bits != 0)
+            .expect("the recognizer names some byte");
+        let one = (w * 64) as u8 + bits.trailing_zeros() as u8;
+        let takes = self.rec.try_push_byte(one);
+        if takes {
+            self.rec.pop_bytes(1);
+        }
+        let mut v = LoopWalk {
+            walk: Walk {
+                rec: &mut self.rec,
+                mask: &mut self.scratch,
+                tally: &mut self.scratch_tally,
+                nodes: 0,
+            },
+            loops: *loops,
+            takes,
+            looped: 0,
+            pushed: 0,
+        };
+        kernel.trie().walk(&mut v);
+        v.walk.nodes
     }
 
     /// Adds the tokens of `trie` (tokens with a quote, walked from inside a string) that the

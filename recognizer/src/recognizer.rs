@@ -72,6 +72,18 @@ pub trait Recognizer {
         None
     }
 
+    /// In lexeme-only mode: writes into `bytes` (byte `b` is bit `b % 64` of word `b / 64`)
+    /// bytes that each take the recognizer back to where it is now. Pushing any of them, and
+    /// any run of them, is either accepted every time, leaving the recognizer equivalent to
+    /// the current one (the same answers to every push and to this method), or refused every
+    /// time. A kernel may then decide every token spelled in those bytes alone by pushing one
+    /// of them, and push each other token only from its first byte outside them.
+    ///
+    /// `false` (the default), with nothing promised, where no such bytes are known.
+    fn loop_bytes(&self, _bytes: &mut [u64; 4]) -> bool {
+        false
+    }
+
     /// Turns lexeme-only mode on or off. While on, `try_push_byte` refuses every byte that
     /// would end the current string (a [`QUOTE`] outside an escape).
     fn set_lexeme_only(&mut self, _on: bool) {}

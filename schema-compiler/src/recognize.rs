@@ -44,6 +44,10 @@ impl Recognizer for Matcher {
         Matcher::next_bytes_hint(self)
     }
 
+    fn loop_bytes(&self, bytes: &mut [u64; 4]) -> bool {
+        Matcher::loop_bytes(self, bytes)
+    }
+
     fn set_lexeme_only(&mut self, on: bool) {
         Matcher::set_lexeme_only(self, on)
     }

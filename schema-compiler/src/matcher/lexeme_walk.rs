@@ -498,6 +498,53 @@ impl State {
         true
     }
 
+    /// The bytes whose successor from the walker's current node is that node itself, into
+    /// `bytes`; false (and nothing promised) when there are none or the walker is off. Only
+    /// plain ASCII characters outside an escape qualify: the decoder passes them through, and
+    /// each must leave the UTF-8 DFA and every tracked DFA where they are. Where some lexer
+    /// has a maximum length the code-point count tells nodes apart, so none does. A node's
+    /// viability is its own, so such bytes are all taken or all refused, and a run of them
+    /// leads back to the node too.
+    pub(super) fn walk_loop_bytes(&self, g: &Grammar, bytes: &mut [u64; 4]) -> bool {
+        let walk = &self.walk;
+        let Some(&node) = walk.path.last().filter(|_| walk.on && !walk.count_matters) else {
+            return false;
+        };
+        let at = node as usize;
+        let core = walk.node_core[at];
+        if core.esc != 0 {
+            return false;
+        }
+        let k = walk.idx.len();
+        let states = &walk.node_states[at * k..(at + 1) * k];
+        let needed_only = needed_only(g, !walk.is_str);
+        *bytes = [0; 4];
+        let mut any = false;
+        let stays = |j: usize, out: &[u8]| {
+            let s = states[j];
+            s == DEAD || g.dfa(walk.dfas[j]).run(s, out) == s
+        };
+        for b in 0x20..0x80u8 {
+            // Most bytes move the first DFA (a plain character decodes to itself): a quick no.
+            if k > 0 && !stays(0, &[b]) {
+                continue;
+            }
+            let mut next = core;
+            let Decoded::Bytes(out, n) = decode(&mut next, b, needed_only) else {
+                continue;
+            };
+            let out = &out[..n];
+            let back = feed_core(g, &mut next, out)
+                && (Core { count: 0, ..next }) == (Core { count: 0, ..core })
+                && (0..k).all(|j| stays(j, out));
+            if back {
+                bytes[b as usize / 64] |= 1 << (b % 64);
+                any = true;
+            }
+        }
+        any
+    }
+
     /// Whether the walker's top states (with `core`) leave the string or key viable.
     pub(super) fn walk_top_viable(&mut self, g: &Grammar, core: &Core) -> bool {
         if self.walk.is_str {

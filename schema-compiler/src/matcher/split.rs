@@ -283,6 +283,12 @@ impl Matcher {
         true
     }
 
+    /// See [`recognizer::Recognizer::loop_bytes`]: in lexeme-only mode, the bytes that take
+    /// the walker's current node back to itself (see `State::walk_loop_bytes`).
+    pub fn loop_bytes(&self, bytes: &mut [u64; 4]) -> bool {
+        self.state.walk_loop_bytes(&self.g, bytes)
+    }
+
     /// Writes the key of the lexeme state: equal keys accept the same tokens without `"`.
     fn lexeme_key(&self, key: &mut Vec<u32>) {
         let st = &self.state;

@@ -414,3 +414,91 @@ fn bytes_said_untaken_are_exactly_those_no_decoder_takes() {
         }
     }
 }
+
+/// The loop bytes a walker names (see [`Matcher::loop_bytes`]) are exactly the bytes whose
+/// successor is the walker's node itself, at every position of strings and keys under
+/// patterns, formats, length limits, several lexers at once and property names.
+#[test]
+fn loop_bytes_are_exactly_those_back_to_the_same_node() {
+    let forty = "0123456789abcdef".repeat(3);
+    let change_id = format!("\"I{}\"", &forty[..40]);
+    let cases = [
+        (
+            json!({"type": "string", "pattern": "^[a-z0-9-\\.]+$"}),
+            r#""example-module""#,
+        ),
+        (
+            json!({"type": "string",
+                "pattern": "^[a-z\\d_\\.\\+-]+@([a-z\\d\\.-]+\\.)+[a-z]+$"}),
+            r#""john.doe@example.com""#,
+        ),
+        (
+            json!({"type": "string", "pattern": "^I[a-z0-f]{40}$"}),
+            change_id.as_str(),
+        ),
+        (
+            json!({"type": "string", "format": "date-time"}),
+            r#""2022-01-01T12:00:00Z""#,
+        ),
+        (
+            json!({"type": "string", "maxLength": 5, "pattern": "^[a-z]*$"}),
+            r#""abcd""#,
+        ),
+        (
+            json!({"type": "string", "pattern": "^[a-z ]*$"}),
+            r#""ab c\u0064""#,
+        ),
+        (
+            json!({"allOf": [{"type": "string", "pattern": "^[a-z]+$"},
+                {"pattern": "^[a-m]+$"}]}),
+            r#""abc""#,
+        ),
+        // Three lexers at once: the property's, the branch's, and a catch-all.
+        (
+            json!({"properties": {"a": {"type": "string", "pattern": "^[a-z]+$"}},
+                "anyOf": [{"properties": {"a": {"pattern": "^[a-m0-9]+$"}}},
+                    {"required": ["b"]}]}),
+            r#"{"a":"abz","b":1}"#,
+        ),
+        (
+            json!({"type": "object", "properties": {"flight_details": {"type": "string"}},
+                "additionalProperties": false}),
+            r#"{"flight_details":"x"}"#,
+        ),
+        (
+            json!({"type": "object", "propertyNames": {"pattern": "^[a-z_]+$"}}),
+            r#"{"ab_c":1}"#,
+        ),
+    ];
+    let mut looping = 0;
+    for (schema, doc) in &cases {
+        let g = Arc::new(Grammar::compile(schema, &Options::generation()).unwrap());
+        for cut in 0..=doc.len() {
+            let mut m = Matcher::new(g.clone());
+            m.push_bytes(&doc.as_bytes()[..cut]).unwrap();
+            if !matches!(m.state.lex.kind, state::LexKind::Str | state::LexKind::Key) {
+                continue;
+            }
+            m.set_lexeme_only(true);
+            let mut said = [0u64; 4];
+            let some = m.loop_bytes(&mut said);
+            assert_eq!(some, said != [0; 4], "{schema} after {:?}", &doc[..cut]);
+            let base = *m.state.walk.path.last().expect("a base node");
+            for b in 0..=255u8 {
+                if m.try_push_byte(b) {
+                    m.pop_bytes(1);
+                }
+                let back = m.state.walk.next[base as usize * 256 + b as usize] == base;
+                assert_eq!(
+                    said[b as usize / 64] >> (b % 64) & 1 != 0,
+                    back,
+                    "{schema} after {:?}, byte {b:#04x}",
+                    &doc[..cut]
+                );
+            }
+            looping += some as usize;
+            m.set_lexeme_only(false);
+        }
+    }
+    assert!(looping >= 20, "only {looping} positions loop");
+}
