@@ -70,9 +70,10 @@
 //! the grammar, on any thread, would compute the same values, so they are computed at most once
 //! per grammar (in `OnceLock`ed tables of atomics; two threads racing store the same value).
 //! They are bounded by the DFA they describe: each table is allocated whole on its first use,
-//! 2 bytes per state for the levels, 4 bytes per state and level (7 levels) for the budgets and
-//! 2 bytes per state for the shortest path, so at most 32 bytes per state beside the 4 bytes
-//! per state and byte class of its transitions, and a grammar has at most
+//! 2 bytes per state for the levels, 4 bytes per state and level (8 levels) for the budgets and
+//! 2 bytes per state for the shortest path, so at most 36 bytes per state beside the 4 bytes
+//! per state and byte class of its transitions (and, per DFA and level, the at most 256 bytes
+//! its searches step through), and a grammar has at most
 //! [`Limits::max_total_dfa_states`] states.
 //!
 //! One cache is process-wide: [`dfa::cached_regex`] keeps the DFAs of the regexes it built
