@@ -22,11 +22,11 @@
 //!    recognizer in lexeme-only mode; the walk is cached by lexer state. Where no level fits
 //!    (`[a-z0-9.-]+`) the whole trie is walked so, except that bytes the recognizer names as
 //!    leading back to where it is (see [`Recognizer::loop_bytes`]) are taken without asking
-//!    it, all alike, until a token's first other byte. Only the tokens
-//!    containing `"` (about 1% of a vocabulary) are then walked with the full recognizer, and
-//!    only along the content bytes that a first, lexeme-only pass over them took (the full
-//!    recognizer is slow to refuse a byte of a string; the lexeme-only mode learns a table of
-//!    successors as it goes).
+//!    it, all alike, until a token's first other byte. Only the tokens containing `"` (about
+//!    1% of a vocabulary) are then walked with the full recognizer, and only along the content
+//!    bytes that a first, lexeme-only pass over them took (the full recognizer is slow to
+//!    refuse a byte of a string; the lexeme-only mode learns a table of successors as it
+//!    goes).
 //!    In an object key, the tokens that can end it are classed by a lexeme-only pass over
 //!    their contents (see [`Recognizer::close_class`]), and their suffixes walked once per
 //!    class. What the lexeme-only walks find depends on the grammar and the lexeme state

@@ -188,9 +188,7 @@ struct LoopWalk<'a, R> {
     loops: [u64; 4],
     /// The recognizer takes the loop bytes.
     takes: bool,
-    /// The prefix's leading loop bytes, taken without the recognizer.
-    looped: usize,
-    /// The bytes after them, pushed into the recognizer.
+    /// The bytes after the prefix's leading loop bytes, pushed into the recognizer.
     pushed: usize,
 }
 
@@ -198,7 +196,6 @@ impl<R: Recognizer> TrieVisitor for LoopWalk<'_, R> {
     #[inline(always)]
     fn push_byte(&mut self, byte: u8) -> bool {
         if self.pushed == 0 && has_byte(&self.loops, byte) {
-            self.looped += self.takes as usize;
             self.walk.nodes += self.takes as u64;
             return self.takes;
         }
@@ -209,10 +206,10 @@ impl<R: Recognizer> TrieVisitor for LoopWalk<'_, R> {
 
     #[inline(always)]
     fn pop_bytes(&mut self, n: usize) {
+        // The leading loop bytes are the bottom of the prefix: they go last, and untold.
         let pushed = n.min(self.pushed);
         self.walk.pop_bytes(pushed);
         self.pushed -= pushed;
-        self.looped -= n - pushed;
     }
 
     #[inline(always)]
@@ -1044,12 +1041,9 @@ impl<R: Recognizer> Session<R> {
     /// pushed once, decides them all along each token's leading run of them, and the
     /// recognizer sees only the bytes from the first one outside them (see [`LoopWalk`]).
     fn walk_loop(&mut self, kernel: &Kernel, loops: &[u64; 4]) -> u64 {
-        let (w, bits) = loops
-            .iter()
-            .enumerate()
-            .find(|(_, bits)| **bits != 0)
+        let one = (0..=255u8)
+            .find(|&b| has_byte(loops, b))
             .expect("the recognizer names some byte");
-        let one = (w * 64) as u8 + bits.trailing_zeros() as u8;
         let takes = self.rec.try_push_byte(one);
         if takes {
             self.rec.pop_bytes(1);
@@ -1063,7 +1057,6 @@ impl<R: Recognizer> Session<R> {
             },
             loops: *loops,
             takes,
-            looped: 0,
             pushed: 0,
         };
         kernel.trie().walk(&mut v);

@@ -237,8 +237,7 @@ impl Dfa {
 
     /// One byte per pair of classes of this DFA and `other`.
     fn joint_reps(&self, other: &Dfa) -> Vec<u8> {
-        // A bit per pair of classes: this runs for every new state of a key or string lexer,
-        // where a hash set of pairs was a good part of the cost.
+        // A bit per pair of classes (a hash set of pairs cost more than the pairs' search).
         let width = other.stride as usize;
         let mut seen = vec![0u64; (self.stride as usize * width).div_ceil(64)];
         let mut reps = Vec::new();

@@ -519,7 +519,6 @@ impl State {
         let states = &walk.node_states[at * k..(at + 1) * k];
         let needed_only = needed_only(g, !walk.is_str);
         *bytes = [0; 4];
-        let mut any = false;
         let stays = |j: usize, out: &[u8]| {
             let s = states[j];
             s == DEAD || g.dfa(walk.dfas[j]).run(s, out) == s
@@ -539,10 +538,9 @@ impl State {
                 && (0..k).all(|j| stays(j, out));
             if back {
                 bytes[b as usize / 64] |= 1 << (b % 64);
-                any = true;
             }
         }
-        any
+        *bytes != [0; 4]
     }
 
     /// Whether the walker's top states (with `core`) leave the string or key viable.
