@@ -52,6 +52,8 @@ pub struct Grammar {
     pub(crate) needs_hash: bool,
     /// A number no other grammar of the process has (see [`Grammar::next_id`]).
     pub(crate) id: u64,
+    /// What its matchers' lexeme walkers learnt, for all of them.
+    pub(crate) walks: crate::matcher::WalkStore,
 }
 
 /// See [`Grammar::universal_flags`].

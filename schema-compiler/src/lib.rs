@@ -76,6 +76,16 @@
 //! its searches step through), and a grammar has at most
 //! [`Limits::max_total_dfa_states`] states.
 //!
+//! The lexeme walkers of a grammar's matchers (see [`Matcher::set_lexeme_only`]) leave what
+//! they learnt to the grammar when they move on to other DFAs, are reset or are dropped: the
+//! nodes they met (a decoder state and one state per tracked DFA) with a row of 256 successors
+//! each. These follow from the decoder and the DFAs alone, so the next matcher of the grammar
+//! (the next request for the same schema) takes them up instead of learning them again; each
+//! walker takes out the set it works on, and judges viability afresh where another walker
+//! learnt the set (viability depends on the frame too). At most 16 sets and
+//! 2,048 nodes are kept per grammar (1 KiB of successors per node: at most about 2 MiB), the
+//! least recently left dropped first.
+//!
 //! One cache is process-wide: [`dfa::cached_regex`] keeps the DFAs of the regexes it built
 //! (formats, common patterns, the property-name sets of objects), shared by every grammar that
 //! uses the same regex with the same limits. It holds at most 4,000,000 states in all and is

@@ -453,6 +453,7 @@ impl Builder<'_> {
             canonical_live,
             needs_hash,
             id: Grammar::next_id(),
+            walks: Default::default(),
         })
     }
 

@@ -4,7 +4,7 @@
 //! pops move along a path of [`LexemeWalk`] nodes instead of writing the journal, and each
 //! node's successors are learnt once per string or key.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::decode::{Decoded, decode, feed_core, may_take, needed_only};
 use super::state::{Core, LexKind, Mode, Role, State};
@@ -30,9 +30,9 @@ pub(super) const REFUSED: u32 = u32::MAX - 1;
 /// Nodes and successors follow from the decoder and the DFAs alone, so they are kept from one
 /// string or key to the next with the same tracked entries and DFAs (the next key of an
 /// object, the same key in the next item of an array), and put aside while the walker works
-/// on others (a key, then a string value, then the next key): see [`STASH_KEPT`]. Whether a
-/// node leaves the string or key viable depends on its frame too: that is learnt per node once
-/// per string or key (an *epoch*).
+/// on others (a key, then a string value, then the next key), for every matcher of the
+/// grammar: see [`WalkStore`]. Whether a node leaves the string or key viable depends on its
+/// frame too: that is learnt per node once per string or key (an *epoch*).
 #[derive(Debug, Clone, Default)]
 pub(super) struct LexemeWalk {
     pub(super) on: bool,
@@ -95,17 +95,54 @@ pub(super) struct LexemeWalk {
     /// Keys: per node, its class (`UNSEEN` until asked), and the classes by their words.
     pub(super) node_class: Vec<u32>,
     pub(super) classes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
+    /// This walker's number (see [`LexemeWalk::id`]).
+    id: WalkerId,
     /// The byte groups of the tracked DFAs, once a successor was learnt (`None` until then).
     pub(super) groups: Option<Arc<Groups>>,
     /// Groups by DFAs, as worked out before (at most [`GROUPS_KEPT`] sets of DFAs).
     pub(super) group_memo: rustc_hash::FxHashMap<Box<[DfaId]>, Arc<Groups>>,
-    /// What was learnt for other entries, the most recently used last.
-    stash: Vec<Stashed>,
+}
+
+/// A walker's number, 0 until given. A clone of a walker is another walker: it starts without
+/// one (the sets the original puts aside are then another walker's to it, and the reverse).
+#[derive(Debug, Default)]
+struct WalkerId(u64);
+
+impl Clone for WalkerId {
+    fn clone(&self) -> Self {
+        WalkerId(0)
+    }
+}
+
+/// What the lexeme walkers of a grammar's matchers learnt for the entries they are not
+/// working on, shared by all of them: nodes and successors follow from the decoder and the
+/// DFAs alone, so the next key of an object, a string value after it, or the next matcher of
+/// the same grammar (the next request for the same schema) takes them up instead of learning
+/// them again. A walker takes out the set it works on, so matchers on other threads never
+/// share one. At most [`STASH_KEPT`] sets of entries and [`STASH_NODES`] nodes (each a row of
+/// 256 successors: 1 KiB), so at most about 2 MiB per grammar, the least recently put aside
+/// dropped first.
+#[derive(Default)]
+pub(crate) struct WalkStore(Mutex<Vec<Stashed>>);
+
+impl std::fmt::Debug for WalkStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WalkStore")
+    }
+}
+
+impl WalkStore {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Stashed>> {
+        // A panic while it was held leaves a list of whole sets (each moved in or out at once).
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// What a walker learnt for one set of tracked entries, put aside.
 #[derive(Debug, Clone, Default)]
 struct Stashed {
+    /// The walker that put it aside (see [`LexemeWalk::id`]).
+    by: u64,
     idx: Vec<u32>,
     dfas: Vec<DfaId>,
     kind: (bool, bool),
@@ -137,8 +174,8 @@ const GROUPS_KEPT: usize = 256;
 /// successors: 1 KiB); past them, the next string or key starts afresh.
 const NODES_KEPT: usize = 2048;
 
-/// Most sets of tracked entries whose nodes a walker puts aside, and most nodes in all of them
-/// (so at most 2 MiB of successor rows).
+/// Most sets of tracked entries whose nodes the walkers of a grammar put aside, and most nodes
+/// in all of them (so at most 2 MiB of successor rows): see [`WalkStore`].
 const STASH_KEPT: usize = 16;
 const STASH_NODES: usize = 2048;
 
@@ -242,39 +279,82 @@ impl LexemeWalk {
     }
 
     /// Puts aside what was learnt for the entries it was learnt for, and takes up what was put
-    /// aside for the current ones (or starts afresh).
-    fn switch_entries(&mut self, kind: (bool, bool)) {
-        if !self.node_core.is_empty() {
-            let mut old = Stashed {
-                idx: std::mem::take(&mut self.learnt_idx),
-                dfas: std::mem::take(&mut self.learnt_dfas),
-                kind: self.learnt_kind,
-                ..Stashed::default()
-            };
-            self.swap_learnt(&mut old);
-            self.stash.push(old);
-        }
-        let found = self
-            .stash
+    /// aside for the current ones, by this or another matcher of the grammar (or starts
+    /// afresh).
+    fn switch_entries(&mut self, store: &WalkStore, kind: (bool, bool)) {
+        let mut stash = store.lock();
+        self.put_aside(&mut stash);
+        let found = stash
             .iter()
             .rposition(|s| s.kind == kind && s.idx == self.idx && s.dfas == self.dfas);
         match found {
             Some(at) => {
-                let mut s = self.stash.remove(at);
+                let mut s = stash.remove(at);
+                drop(stash);
                 self.swap_learnt(&mut s);
+                // Judged under another walker's numbers: judged afresh. (This walker's own are
+                // older than its current one, so they are never taken as judged now.)
+                if s.by != self.id() {
+                    self.viable.fill((0, false));
+                }
             }
             None => {
+                drop(stash);
                 self.forget();
                 self.groups = None;
             }
         }
-        let mut nodes: usize = self.stash.iter().map(|s| s.node_core.len()).sum();
-        while self.stash.len() > STASH_KEPT || nodes > STASH_NODES {
-            nodes -= self.stash.remove(0).node_core.len();
-        }
         self.learnt_idx.clone_from(&self.idx);
         self.learnt_dfas.clone_from(&self.dfas);
         self.learnt_kind = kind;
+    }
+
+    /// Moves what was learnt for the current entries into `stash` (the grammar's), where a
+    /// learnt set for the same entries is kept only when it has fewer nodes; then trims
+    /// `stash` to [`STASH_KEPT`] sets and [`STASH_NODES`] nodes, the oldest first.
+    fn put_aside(&mut self, stash: &mut Vec<Stashed>) {
+        if self.node_core.is_empty() {
+            return;
+        }
+        let mut old = Stashed {
+            by: self.id(),
+            idx: std::mem::take(&mut self.learnt_idx),
+            dfas: std::mem::take(&mut self.learnt_dfas),
+            kind: self.learnt_kind,
+            ..Stashed::default()
+        };
+        self.swap_learnt(&mut old);
+        let same = stash
+            .iter()
+            .position(|s| s.kind == old.kind && s.idx == old.idx && s.dfas == old.dfas);
+        match same {
+            Some(at) if stash[at].node_core.len() >= old.node_core.len() => {}
+            Some(at) => stash[at] = old,
+            None => stash.push(old),
+        }
+        let mut nodes: usize = stash.iter().map(|s| s.node_core.len()).sum();
+        while stash.len() > STASH_KEPT || nodes > STASH_NODES {
+            nodes -= stash.remove(0).node_core.len();
+        }
+    }
+
+    /// A number no other walker of the process has, given on first use (and anew when its
+    /// string and key numbers come round again: what it put aside before then is judged
+    /// afresh, as another walker's).
+    fn id(&mut self) -> u64 {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        if self.id.0 == 0 {
+            self.id.0 = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.id.0
+    }
+
+    /// Leaves what was learnt for the current entries to the grammar's other matchers (see
+    /// [`WalkStore`]): a matcher does so when it is dropped or reset.
+    pub(super) fn leave(&mut self, store: &WalkStore) {
+        if !self.node_core.is_empty() {
+            self.put_aside(&mut store.lock());
+        }
     }
 
     /// Works out the byte groups of the tracked DFAs (see [`Groups`]) when they are not yet.
@@ -744,7 +824,7 @@ impl State {
         let kind = (walk.is_str, walk.count_matters);
         if walk.learnt_idx != walk.idx || walk.learnt_dfas != walk.dfas || walk.learnt_kind != kind
         {
-            walk.switch_entries(kind);
+            walk.switch_entries(&g.walks, kind);
             walk.learnt_serial = None;
         }
         if walk.learnt_serial != Some(st.lex.serial) {
@@ -756,8 +836,8 @@ impl State {
             if walk.epoch == u32::MAX {
                 // Viability recorded under a number about to come round again is dropped.
                 walk.forget();
-                walk.stash.clear();
                 walk.epoch = 0;
+                walk.id = WalkerId::default();
             }
             walk.epoch += 1;
             walk.learnt_serial = Some(st.lex.serial);

@@ -38,6 +38,7 @@ use std::sync::Arc;
 
 use crate::grammar::Grammar;
 use lexeme_walk::LexemeWalk;
+pub(crate) use lexeme_walk::WalkStore;
 use state::{Frame, Lex, LexKind, Mode, NONE, Phase, Role, State, new_obligation};
 
 /// A recognizer for one document, over a shared [`Grammar`].
@@ -60,6 +61,13 @@ use state::{Frame, Lex, LexKind, Mode, NONE, Phase, Role, State, new_obligation}
 pub struct Matcher {
     g: Arc<Grammar>,
     state: State,
+}
+
+/// What the lexeme walker learnt stays with the grammar, for its other matchers.
+impl Drop for Matcher {
+    fn drop(&mut self) {
+        self.state.walk.leave(&self.g.walks);
+    }
 }
 
 impl Matcher {
@@ -85,6 +93,7 @@ impl Matcher {
         st.items.clear();
         st.journal.clear();
         st.marks.clear();
+        st.walk.leave(&self.g.walks);
         st.walk = LexemeWalk::default();
         st.lex = Lex::default();
         st.obligations

@@ -502,3 +502,81 @@ fn loop_bytes_are_exactly_those_back_to_the_same_node() {
     }
     assert!(looping >= 20, "only {looping} positions loop");
 }
+
+/// A matcher takes up what another matcher of the grammar learnt in lexeme-only mode (see
+/// `WalkStore`), but judges viability afresh: here the other one last judged the node after
+/// `a` in an object where `a` was already seen, under the same walk number the new one is at.
+#[test]
+fn walkers_of_one_grammar_share_what_they_learnt_but_not_viability() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+        "additionalProperties": false
+    });
+    let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+    let mut first = Matcher::new(g.clone());
+    first.push_bytes(br#"{"a":"x",""#).unwrap();
+    first.set_lexeme_only(true);
+    assert!(
+        !first.try_push_byte(b'a'),
+        "`a` is seen: no key left starts with it"
+    );
+    assert!(first.try_push_byte(b'b'));
+    first.pop_bytes(1);
+    first.set_lexeme_only(false);
+    drop(first);
+
+    let mut second = Matcher::new(g.clone());
+    second.push_bytes(br#"{""#).unwrap();
+    second.set_lexeme_only(true);
+    let taken = second.state.walk.node_core.len();
+    assert!(taken > 1, "the first matcher's nodes are taken up");
+    assert!(second.try_push_byte(b'a'), "`a` is not seen yet here");
+    assert_eq!(
+        second.state.walk.node_core.len(),
+        taken,
+        "nothing new to learn"
+    );
+    second.pop_bytes(1);
+    second.set_lexeme_only(false);
+    assert!(second.push_bytes(br#"a":"y"}"#).is_ok() && second.is_accepting());
+}
+
+/// A clone of a matcher numbers its strings and keys as the original does from then on, so
+/// what either puts aside is judged afresh by the other.
+#[test]
+fn a_cloned_matcher_judges_what_the_original_learnt_afresh() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "s": {"type": "string"},
+            "a": {"type": "string"},
+            "b": {"type": "string"}
+        },
+        "additionalProperties": false
+    });
+    let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+    let walk = |m: &mut Matcher, bytes: &[u8], probe: u8| {
+        m.push_bytes(bytes).unwrap();
+        m.set_lexeme_only(true);
+        let took = m.try_push_byte(probe);
+        if took {
+            m.pop_bytes(1);
+        }
+        m.set_lexeme_only(false);
+        took
+    };
+    let mut original = Matcher::new(g.clone());
+    assert!(walk(&mut original, br#"{"s":""#, b'q'));
+    assert!(walk(&mut original, br#"q",""#, b'a'));
+    // The original has a number by now (it put aside what it learnt in the string); the
+    // clone starts from a copy of its walker, numbered as its walks are.
+    let mut clone = original.clone();
+    assert!(walk(&mut original, br#"a":""#, b'x'));
+    assert!(!walk(&mut original, br#"x",""#, b'a'), "`a` is seen");
+    assert!(walk(&mut original, br#"b":""#, b'x'));
+    // The clone's walks are numbered as the original's were: its next key walk has the
+    // number under which the original judged `a` seen, and takes up what it learnt.
+    assert!(walk(&mut clone, br#"b":""#, b'y'));
+    assert!(walk(&mut clone, br#"y",""#, b'a'), "`a` is not seen here");
+}
