@@ -156,6 +156,13 @@ struct Stashed {
     groups: Option<Arc<Groups>>,
 }
 
+impl Stashed {
+    /// Whether it was learnt for these entries, DFAs and kind of lexeme.
+    fn learnt_for(&self, kind: (bool, bool), idx: &[u32], dfas: &[DfaId]) -> bool {
+        self.kind == kind && self.idx == idx && self.dfas == dfas
+    }
+}
+
 /// The bytes that the UTF-8 DFA and every one of a set of DFAs treat alike, outside an escape:
 /// a byte's successor from a walker node outside an escape holds for its whole group.
 #[derive(Debug)]
@@ -286,7 +293,7 @@ impl LexemeWalk {
         self.put_aside(&mut stash);
         let found = stash
             .iter()
-            .rposition(|s| s.kind == kind && s.idx == self.idx && s.dfas == self.dfas);
+            .rposition(|s| s.learnt_for(kind, &self.idx, &self.dfas));
         match found {
             Some(at) => {
                 let mut s = stash.remove(at);
@@ -326,7 +333,7 @@ impl LexemeWalk {
         self.swap_learnt(&mut old);
         let same = stash
             .iter()
-            .position(|s| s.kind == old.kind && s.idx == old.idx && s.dfas == old.dfas);
+            .position(|s| s.learnt_for(old.kind, &old.idx, &old.dfas));
         match same {
             Some(at) if stash[at].node_core.len() >= old.node_core.len() => {}
             Some(at) => stash[at] = old,
