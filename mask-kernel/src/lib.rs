@@ -29,7 +29,9 @@
 //!    goes).
 //!    In an object key, the tokens that can end it are classed by a lexeme-only pass over
 //!    their contents (see [`Recognizer::close_class`]), and their suffixes walked once per
-//!    class. What the lexeme-only walks find depends on the grammar and the lexeme state
+//!    class; once per class for the whole key where the recognizer names the key (see
+//!    [`Recognizer::close_frame`]), since what may follow the closing quote does not depend on
+//!    where in the key the content starts. What the lexeme-only walks find depends on the grammar and the lexeme state
 //!    alone, so the [`Kernel`] remembers it for every session of a grammar (at most 20 MiB;
 //!    see [`Kernel::forget_learnt`]).
 //! 3. Elsewhere the trie is walked depth first; a byte the recognizer refuses skips its whole

@@ -645,6 +645,52 @@ pub struct Session<R> {
     numbers: Option<((ByteClasses, bool), Arc<NumberTrie>)>,
     /// The name of a key position (see [`Recognizer::close_classes_name`]).
     name: Vec<u32>,
+    /// What follows each class of the key being read (see [`Recognizer::close_frame`]).
+    after: AfterClasses,
+}
+
+/// What [`Session::close_by_class`] found after the classes of one key (named by
+/// [`Recognizer::close_frame`]), kept for its next positions: the suffixes after a key's
+/// closing quote depend on the key's frame and class alone, not on where in the key the
+/// content starts.
+#[derive(Debug, Default)]
+struct AfterClasses {
+    /// The key's number.
+    frame: Option<u128>,
+    /// Per class met: its number, whether the quote is accepted, and the suffix ids accepted
+    /// after it.
+    found: Vec<(u32, bool, FixedBitSet)>,
+    /// How many entries of `found` hold for `frame` (the others are storage to reuse).
+    len: usize,
+}
+
+impl AfterClasses {
+    /// Starts over when `frame` is another key's (or none).
+    fn enter(&mut self, frame: Option<u128>) {
+        if frame.is_none() || frame != self.frame {
+            self.frame = frame;
+            self.len = 0;
+        }
+    }
+
+    fn get(&self, class: u32) -> Option<(bool, &FixedBitSet)> {
+        self.found[..self.len]
+            .iter()
+            .find(|e| e.0 == class)
+            .map(|e| (e.1, &e.2))
+    }
+
+    fn put(&mut self, class: u32, quote: bool, suffixes: &FixedBitSet) {
+        if self.len == self.found.len() {
+            self.found.push((class, quote, suffixes.clone()));
+        } else {
+            let e = &mut self.found[self.len];
+            e.0 = class;
+            e.1 = quote;
+            e.2.clone_from(suffixes);
+        }
+        self.len += 1;
+    }
 }
 
 impl<R: Recognizer> Session<R> {
@@ -667,6 +713,7 @@ impl<R: Recognizer> Session<R> {
             classes: Classes::default(),
             name: Vec::new(),
             numbers: None,
+            after: AfterClasses::default(),
         }
     }
 
@@ -1126,6 +1173,8 @@ impl<R: Recognizer> Session<R> {
             return None;
         };
         let root = classes.slot(root);
+        let frame = self.rec.close_frame();
+        self.after.enter(frame);
         // The name: the grammar's, whether the key takes any content, the lexer states, and
         // (when it does not) the split key, which holds what viability depends on.
         let named = self.name_grammar() && {
@@ -1167,8 +1216,15 @@ impl<R: Recognizer> Session<R> {
             if classes.suffixes.len() <= c {
                 classes.suffixes.push(FixedBitSet::with_capacity(n));
             }
+            let (class, at, len) = classes.rep[c];
+            // Classes recalled from another walk have no number here.
+            let kept = frame.is_some() && class != NO_CLASS;
+            if let Some((quote, suffixes)) = kept.then(|| self.after.get(class)).flatten() {
+                classes.suffixes[c].clone_from(suffixes);
+                classes.quote.push(quote);
+                continue;
+            }
             classes.suffixes[c].clear();
-            let (_, at, len) = classes.rep[c];
             let content = &classes.bytes[at as usize..(at + len) as usize];
             let mut pushed = 0;
             for &b in content {
@@ -1191,6 +1247,9 @@ impl<R: Recognizer> Session<R> {
             }
             nodes += pushed as u64;
             self.rec.pop_bytes(pushed);
+            if kept {
+                self.after.put(class, quote, &classes.suffixes[c]);
+            }
         }
         self.hits = hits;
 

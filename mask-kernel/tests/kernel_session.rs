@@ -172,6 +172,29 @@ fn a_walking_session_masks_as_a_new_one_does() {
     assert!(checked > 500, "the cases have tokens ({checked})");
 }
 
+/// A session whose recognizer is replaced masks as a new one does: what it kept for a key of
+/// the old recognizer does not serve a key of the new one, although both number their keys and
+/// classes alike: after `{"a`, `":"` starts the value only in the new one.
+#[test]
+fn a_replaced_recognizer_takes_up_nothing_kept_for_the_old_ones_keys() {
+    let t = tok("llama3");
+    let old = compact(&json!({"type": "object", "properties": {"a": {"type": "integer"}}}));
+    let new = compact(&json!({"type": "object", "properties": {"a": {"type": "string"}}}));
+    let mut cache = MaskCache::new(0);
+    let mut s = Session::new(t.flat.clone(), recognizer_at(&old, br#"{"a"#));
+    t.flat.forget_learnt();
+    mask_of(&mut s, &mut cache).expect("a key goes on");
+    *s.recognizer_mut() = recognizer_at(&new, br#"{"a"#);
+    t.flat.forget_learnt();
+    let got = mask_of(&mut s, &mut cache);
+    t.flat.forget_learnt();
+    let mut fresh = Session::new(t.flat.clone(), recognizer_at(&new, br#"{"a"#));
+    let want = mask_of(&mut fresh, &mut cache);
+    same(&t, &got, &want, &|| {
+        "the replaced recognizer's key".to_owned()
+    });
+}
+
 /// Sessions of one grammar sharing a mask cache, two passes in each of several threads, mask
 /// as a session with a cache of its own does: a pass finds the masks an earlier one (of any
 /// thread) put, and each session's own cache counts its masks looked up.

@@ -125,6 +125,20 @@ pub trait Recognizer {
     fn close_classes_name(&self, _name: &mut Vec<u32>) -> bool {
         false
     }
+
+    /// In lexeme-only mode, inside a key, just after lexeme-only mode was turned on: a number
+    /// for the key being read and for how [`Recognizer::close_class`] numbers its classes. At
+    /// two walks with the same number (the recognizer may have read more of the key between
+    /// them) two positions of the same class must accept the same byte strings that start
+    /// with the closing [`QUOTE`] and hold at most one more quote, as within one walk; no two
+    /// keys of the process may have the same number. A kernel may then keep what follows each
+    /// class from one position of the key to the next.
+    ///
+    /// `None` (the default) when there is no such number: classes then hold within one walk.
+    fn close_frame(&mut self) -> Option<u128> {
+        None
+    }
+
     /// Where it knows them (inside a number, or in lexeme-only mode inside a string whose
     /// lexers read digits alike): writes a class for each byte of [`NUMBER_BYTES`]
     /// (`classes[i]` for `NUMBER_BYTES[i]`; equal numbers, one class) such that, from here, in

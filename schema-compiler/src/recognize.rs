@@ -64,6 +64,10 @@ impl Recognizer for Matcher {
         Matcher::close_classes_name(self, name)
     }
 
+    fn close_frame(&mut self) -> Option<u128> {
+        Matcher::close_frame(self)
+    }
+
     fn number_classes(&self, classes: &mut [u8; NUMBER_BYTES.len()]) -> bool {
         Matcher::number_classes(self, classes)
     }

@@ -95,6 +95,9 @@ pub(super) struct LexemeWalk {
     /// Keys: per node, its class (`UNSEEN` until asked), and the classes by their words.
     pub(super) node_class: Vec<u32>,
     pub(super) classes: rustc_hash::FxHashMap<Box<[u32]>, u32>,
+    /// Counts the times `classes` was emptied or replaced: while it stays the same, so does
+    /// what a class number stands for.
+    pub(super) class_era: u32,
     /// This walker's number (see [`LexemeWalk::id`]).
     id: WalkerId,
     /// The byte groups of the tracked DFAs, once a successor was learnt (`None` until then).
@@ -271,6 +274,7 @@ impl LexemeWalk {
         self.slot_memo.clear();
         self.node_class.clear();
         self.classes.clear();
+        self.class_era = self.class_era.wrapping_add(1);
     }
 
     /// Swaps what was learnt (nodes, successors, viability, classes, groups) with `other`.
@@ -283,6 +287,7 @@ impl LexemeWalk {
         std::mem::swap(&mut self.node_class, &mut other.node_class);
         std::mem::swap(&mut self.classes, &mut other.classes);
         std::mem::swap(&mut self.groups, &mut other.groups);
+        self.class_era = self.class_era.wrapping_add(1);
     }
 
     /// Puts aside what was learnt for the entries it was learnt for, and takes up what was put
@@ -348,7 +353,7 @@ impl LexemeWalk {
     /// A number no other walker of the process has, given on first use (and anew when its
     /// string and key numbers come round again: what it put aside before then is judged
     /// afresh, as another walker's).
-    fn id(&mut self) -> u64 {
+    pub(super) fn id(&mut self) -> u64 {
         static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         if self.id.0 == 0 {
             self.id.0 = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

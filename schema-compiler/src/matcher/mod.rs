@@ -298,6 +298,22 @@ impl Matcher {
         true
     }
 
+    /// In lexeme-only mode inside a key, at the walker's base (see
+    /// [`recognizer::Recognizer::close_frame`]): the walker's number, the key's (`Lex::serial`)
+    /// and how many times the walker's classes were renumbered. The frame does not change
+    /// while a key is read, and a class number stands for the same match sets until the
+    /// classes are emptied or replaced, so what ending the key in a class leads to stays the
+    /// same while the number does. `None` where [`Matcher::close_class`] gives no classes.
+    pub fn close_frame(&mut self) -> Option<u128> {
+        let st = &mut self.state;
+        let walk = &mut st.walk;
+        if !walk.on || walk.is_str || !walk.close_by_states || walk.path.len() != 1 {
+            return None;
+        }
+        let id = walk.id();
+        Some(u128::from(id) << 64 | u128::from(st.lex.serial) << 32 | u128::from(walk.class_era))
+    }
+
     /// A short description of the state, for error messages.
     pub fn describe(&self) -> String {
         let st = &self.state;

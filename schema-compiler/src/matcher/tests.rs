@@ -580,3 +580,30 @@ fn a_cloned_matcher_judges_what_the_original_learnt_afresh() {
     assert!(walk(&mut clone, br#"b":""#, b'y'));
     assert!(walk(&mut clone, br#"y",""#, b'a'), "`a` is not seen here");
 }
+
+/// A key's frame number (see `Matcher::close_frame`) holds at every position of the key, and
+/// no other key, of this document or of the next one after a reset, has it.
+#[test]
+fn a_key_keeps_its_frame_number_and_no_other_key_has_it() {
+    let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+    let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+    let mut m = Matcher::new(g);
+    let frame = |m: &mut Matcher| {
+        m.set_lexeme_only(true);
+        let f = m.close_frame();
+        m.set_lexeme_only(false);
+        f
+    };
+    m.push_bytes(br#"{""#).unwrap();
+    let first = frame(&mut m).expect("a key of an object that takes any key");
+    m.push_bytes(b"na").unwrap();
+    assert_eq!(frame(&mut m), Some(first), "the same key, further on");
+    m.push_bytes(br#"me":"x",""#).unwrap();
+    assert!(frame(&mut m).is_some_and(|f| f != first), "the next key");
+    m.reset();
+    m.push_bytes(br#"{""#).unwrap();
+    assert!(
+        frame(&mut m).is_some_and(|f| f != first),
+        "the first key after a reset"
+    );
+}
