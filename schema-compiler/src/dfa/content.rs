@@ -126,6 +126,16 @@ impl Dfa {
         let mut met = Vec::new();
         for level in (0..CONTENT_LEVELS).rev() {
             let need_live = flags.live == 0;
+            // Each level of the chain holds the ones after it: a state some content of the
+            // narrowest level kills is killed at every level, and most states a character kills
+            // (those of a format or a pattern) are, so the narrowest is tried right after the
+            // widest fails.
+            if need_live
+                && level == CONTENT_LEVELS - 2
+                && !self.search_string_flags(state, 0, true, &alive, None).0
+            {
+                break;
+            }
             let boundary = (level == CONTENT_LEVELS - 1).then_some(&mut met);
             let (live, free) = self.search_string_flags(state, level, need_live, &alive, boundary);
             if live && need_live {
