@@ -90,8 +90,8 @@ fn parse_args() -> Result<Args> {
             }
             "--help" | "-h" => {
                 println!(
-                    "generate bench: [--runtime llama|mlx|both] [--json FILE] [--rounds N (3)] \
-                     [--rounds N (7)] [--max-tokens N (96)] [--threads N (llama.cpp)] [--no-overlap (llama.cpp: \
+                    "generate bench: [--runtime llama|mlx|both] [--json FILE] [--rounds N (7)] \
+                     [--max-tokens N (96)] [--threads N (llama.cpp)] [--no-overlap (llama.cpp: \
                      the next mask before the forward pass, not during it)]"
                 );
                 std::process::exit(0);
