@@ -230,9 +230,11 @@ fn mlx(args: &Args, assets: &Path, tok_path: &Path) -> Result<Value> {
     let kernel = generate::kernel_for(&tokenizer)?;
     let tables_ms = ms(t.elapsed());
     let start_up = StartUp {
-        model_ms,
-        tokenizer_ms,
-        tables_ms,
+        parts: vec![
+            ("model", model_ms),
+            ("tokenizer", tokenizer_ms),
+            ("kernel tables", tables_ms),
+        ],
     };
     println!("start-up: {start_up}");
     let generator = Generator::with_kernel(model, tokenizer, kernel)?;
@@ -256,36 +258,33 @@ fn ms(d: Duration) -> f64 {
 /// The parts of a start-up, in ms: until the model, its tokenizer and the kernel's tables are
 /// ready to sample.
 struct StartUp {
-    model_ms: f64,
-    tokenizer_ms: f64,
-    tables_ms: f64,
+    parts: Vec<(&'static str, f64)>,
 }
 
 impl StartUp {
     fn total(&self) -> f64 {
-        self.model_ms + self.tokenizer_ms + self.tables_ms
+        self.parts.iter().map(|&(_, ms)| ms).sum()
     }
 
     fn json(&self) -> Value {
-        json!({"model_ms": self.model_ms, "tokenizer_ms": self.tokenizer_ms,
-            "tables_ms": self.tables_ms})
+        let mut parts = serde_json::Map::new();
+        for &(name, ms) in &self.parts {
+            parts.insert(format!("{}_ms", name.replace(' ', "_")), json!(ms));
+        }
+        Value::Object(parts)
     }
 }
 
 impl std::fmt::Display for StartUp {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "model {:.0} ms, tokenizer {:.0} ms, kernel tables {:.0} ms: {:.0} ms",
-            self.model_ms,
-            self.tokenizer_ms,
-            self.tables_ms,
-            self.total()
-        )
+        for &(name, ms) in &self.parts {
+            write!(f, "{name} {ms:.0} ms, ")?;
+        }
+        write!(f, "in all {:.0} ms", self.total())
     }
 }
 
-/// Loads the GGUF model, takes its own tokenizer (with the chat template of `template_config`
+/// Loads the GGUF model with its own tokenizer (with the chat template of `template_config`
 /// when the file has none) and the kernel (tables kept in `tables`), as `stencil` does.
 fn llama_start_up(
     path: &Path,
@@ -299,28 +298,25 @@ fn llama_start_up(
     StartUp,
 )> {
     let t = Instant::now();
-    let model = LlamaModel::load(path, config.clone())?;
-    let model_ms = ms(t.elapsed());
+    let (model, mut tokenizer, kernel) =
+        LlamaModel::load_with_kernel(path, config.clone(), Some(tables))?;
+    let load_ms = ms(t.elapsed());
     let t = Instant::now();
-    let mut tokenizer = model.tokenizer()?;
     if tokenizer.chat_template().is_none() {
         // The default GGUF carries no chat template: prompts take the one of its
         // `tokenizer_config.json`, as `stencil --tokenizer` would.
         tokenizer = tokenizer.with_template_from(template_config)?;
     }
-    let tokenizer = Arc::new(tokenizer);
-    let tokenizer_ms = ms(t.elapsed());
-    let t = Instant::now();
-    let kernel = generate::kernel_cached(&tokenizer, tables)?;
-    let tables_ms = ms(t.elapsed());
+    let template_ms = ms(t.elapsed());
     Ok((
         model,
-        tokenizer,
+        Arc::new(tokenizer),
         kernel,
         StartUp {
-            model_ms,
-            tokenizer_ms,
-            tables_ms,
+            parts: vec![
+                ("model vocabulary and tables", load_ms),
+                ("chat template", template_ms),
+            ],
         },
     ))
 }

@@ -87,6 +87,15 @@ impl ModelArgs {
     /// Loads the model and tokenizer into a generator.
     pub fn load(&self) -> Result<Generator<AnyModel>> {
         let (model, tokenizer) = match self.runtime {
+            Runtime::Llama if self.tokenizer.is_none() => {
+                // The file's own tokenizer: its vocabulary is indexed beside the weights.
+                let (model, tokenizer, kernel) = self.load_llama_with_kernel()?;
+                return Ok(Generator::with_kernel(
+                    AnyModel::Llama(model),
+                    Arc::new(tokenizer),
+                    kernel,
+                )?);
+            }
             Runtime::Llama => {
                 let model = self.load_llama(1, true)?;
                 let own = model.tokenizer().with_context(|| {
@@ -183,6 +192,23 @@ impl ModelArgs {
     /// Loads the GGUF model for `sequences` sequences; with `overlap`, single-sequence
     /// evaluation runs beside the next token's mask (see [`LlamaConfig::overlap`]).
     fn load_llama(&self, sequences: u32, overlap: bool) -> Result<LlamaModel> {
+        let (model_path, config) = self.llama_config(sequences, overlap)?;
+        LlamaModel::load(&model_path, config)
+            .with_context(|| format!("loading {}", model_path.display()))
+    }
+
+    /// Loads the GGUF model for one sequence, evaluating beside the next token's mask, with
+    /// its own tokenizer and the mask kernel of it, the kernel's tables kept in the download
+    /// cache (see [`LlamaModel::load_with_kernel`]).
+    fn load_llama_with_kernel(&self) -> Result<(LlamaModel, Tokenizer, Arc<mask_kernel::Kernel>)> {
+        let (model_path, config) = self.llama_config(1, true)?;
+        let tables = generate::default_tables_dir();
+        LlamaModel::load_with_kernel(&model_path, config, tables.as_deref())
+            .with_context(|| format!("loading {}", model_path.display()))
+    }
+
+    /// The GGUF file to load and the settings to load it with.
+    fn llama_config(&self, sequences: u32, overlap: bool) -> Result<(PathBuf, LlamaConfig)> {
         let model_path = self.model_path();
         if !model_path.is_file() {
             return Err(anyhow!(
@@ -196,8 +222,7 @@ impl ModelArgs {
             .with_overlap(overlap);
         let threads = self.threads.unwrap_or(config.n_threads);
         config = config.with_threads(threads, self.threads_batch());
-        LlamaModel::load(&model_path, config)
-            .with_context(|| format!("loading {}", model_path.display()))
+        Ok((model_path, config))
     }
 }
 

@@ -89,14 +89,14 @@ impl Tokenizer {
     /// A tokenizer from parts: every token's bytes and the special ids, an encoder for prompts,
     /// and an optional chat template; `source` names where they came from (for messages).
     pub fn from_parts(
-        vocab: Vocabulary,
+        vocab: impl Into<Arc<Vocabulary>>,
         encoder: Box<dyn TextEncoder>,
         template: Option<ChatTemplate>,
         source: impl Into<PathBuf>,
     ) -> Tokenizer {
         Tokenizer {
             encoder: Encoder::External(encoder),
-            vocab: Arc::new(vocab),
+            vocab: vocab.into(),
             template,
             path: source.into(),
         }

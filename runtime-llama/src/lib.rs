@@ -64,6 +64,12 @@
 //! | `n_threads_batch` | [`default_threads`] | threads for prompt evaluation |
 //! | `log` | [`LlamaLog::Quiet`] | where llama.cpp's own messages go |
 //!
+//! [`LlamaModel::load_with_kernel`] loads the model with its own tokenizer and that
+//! tokenizer's mask kernel, ready to sample. It keeps the file's vocabulary beside the kernel's
+//! tables, so that a later start-up indexes it and reads the tables while llama.cpp loads the
+//! weights; the kept copy is used only once it equals, token by token, the vocabulary
+//! llama.cpp loaded.
+//!
 //! llama.cpp is initialised once per process, on the first load; any number of models can be
 //! loaded afterwards, and each [`LlamaModel`] is `Send`. Loads are serialised with a process-wide
 //! lock. The KV cache keeps every position of sliding-window layers (Gemma 3 has them), so
@@ -134,6 +140,7 @@
 mod backend;
 pub mod config;
 pub mod info;
+mod kept;
 mod model;
 mod tokenizer;
 pub mod vocab;

@@ -22,10 +22,15 @@ use llama_cpp_2::model::LlamaModel as RawModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::token::LlamaToken;
 
-use crate::backend;
+use generate::Tokenizer;
+use mask_kernel::Kernel;
+use vocab_index::TrieKind;
+
 use crate::config::LlamaConfig;
 use crate::info::ModelInfo;
+use crate::tokenizer::VocabParts;
 use crate::vocab::GgufVocab;
+use crate::{backend, kept, tokenizer};
 
 /// The sequence [`Model`]'s methods use in the KV cache.
 const SEQ: i32 = 0;
@@ -186,6 +191,75 @@ impl LlamaModel {
     /// [`ModelError::Load`] when the vocabulary or chat template is malformed.
     pub fn tokenizer(&self) -> Result<generate::Tokenizer, ModelError> {
         crate::tokenizer::tokenizer_of(self.engine.borrow_owner().clone(), &self.path)
+    }
+
+    /// Loads a GGUF file with its own tokenizer (as [`LlamaModel::tokenizer`]) and the mask
+    /// kernel of that tokenizer: everything decoding under a schema needs. The kernel's tables
+    /// are kept in `tables` between processes (see [`Kernel::cached`]); with `None` they are
+    /// built in memory.
+    ///
+    /// The first start-up keeps the file's vocabulary in `tables` too. Later ones index that
+    /// copy and read the kernel's tables on a second thread while llama.cpp loads the weights,
+    /// then compare the copy, token by token, with the vocabulary llama.cpp loaded, and use it
+    /// only when the two are the same: a changed or damaged copy costs the time it would have
+    /// saved, never a wrong mask.
+    ///
+    /// # Errors
+    ///
+    /// As [`LlamaModel::load`] and [`LlamaModel::tokenizer`], and [`ModelError::Load`] when
+    /// the kernel's tables cannot be built.
+    pub fn load_with_kernel(
+        path: impl AsRef<Path>,
+        config: LlamaConfig,
+        tables: Option<&Path>,
+    ) -> Result<(LlamaModel, Tokenizer, Arc<Kernel>), ModelError> {
+        let path = path.as_ref();
+        let load_error = |reason: String| ModelError::Load {
+            path: path.display().to_string(),
+            reason,
+        };
+        let kept_at = tables.and_then(|dir| Some((dir, kept::path_for(dir, path)?)));
+        let (model, early) = std::thread::scope(|s| {
+            let side = kept_at.as_ref().map(|(dir, kept_at)| {
+                s.spawn(move || {
+                    let parts = kept::read(kept_at)?;
+                    let vocab = Arc::new(parts.vocabulary().ok()?);
+                    let file = Kernel::tables_path(dir, &vocab, TrieKind::Flat);
+                    // Only read here: building tables for a copy that may turn out stale
+                    // would hold up the start-up.
+                    let kernel = file
+                        .is_file()
+                        .then(|| Kernel::load(&file, vocab.clone()).ok())
+                        .flatten();
+                    Some((parts, vocab, kernel))
+                })
+            });
+            let model = LlamaModel::load(path, config);
+            (model, side.and_then(|side| side.join().ok().flatten()))
+        });
+        let model = model?;
+        let raw = model.engine.borrow_owner().clone();
+        let parts = VocabParts::read(&raw.vocab()).map_err(load_error)?;
+        let (vocab, kernel) = match early {
+            Some((kept, vocab, kernel)) if kept == parts => (vocab, kernel),
+            _ => {
+                let vocab = Arc::new(parts.vocabulary().map_err(load_error)?);
+                if let Some((_, kept_at)) = &kept_at {
+                    kept::write(kept_at, &parts);
+                }
+                (vocab, None)
+            }
+        };
+        let kernel = match (kernel, tables) {
+            (Some(kernel), _) => kernel,
+            (None, Some(dir)) => Kernel::cached(vocab.clone(), TrieKind::Flat, dir)
+                .map(|(kernel, _)| kernel)
+                .map_err(|e| load_error(format!("its mask kernel: {e}")))?,
+            (None, None) => Kernel::new(vocab.clone(), TrieKind::Flat)
+                .map_err(|e| load_error(format!("its mask kernel: {e}")))?,
+        };
+        let tokenizer = tokenizer::tokenizer_with(raw, path, vocab)?;
+        Ok((model, tokenizer, Arc::new(kernel)))
     }
 
     /// The settings the model was loaded with.

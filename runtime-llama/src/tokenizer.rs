@@ -63,11 +63,26 @@ pub fn load_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer, ModelError> {
 
 /// The tokenizer of a model llama.cpp loaded from `path` (the weights, or only the vocabulary).
 pub(crate) fn tokenizer_of(raw: Arc<RawModel>, path: &Path) -> Result<Tokenizer, ModelError> {
+    let vocab = VocabParts::read(&raw.vocab())
+        .and_then(|parts| parts.vocabulary())
+        .map_err(|reason| ModelError::Load {
+            path: path.display().to_string(),
+            reason,
+        })?;
+    tokenizer_with(raw, path, Arc::new(vocab))
+}
+
+/// The tokenizer of a model llama.cpp loaded from `path`, with `vocab`, its vocabulary
+/// already read.
+pub(crate) fn tokenizer_with(
+    raw: Arc<RawModel>,
+    path: &Path,
+    vocab: Arc<Vocabulary>,
+) -> Result<Tokenizer, ModelError> {
     let load_error = |reason: String| ModelError::Load {
         path: path.display().to_string(),
         reason,
     };
-    let vocab = vocabulary(&raw.vocab()).map_err(load_error)?;
     let template = match raw.chat_template(None) {
         Ok(source) => {
             let source = source
@@ -97,57 +112,104 @@ pub(crate) fn tokenizer_of(raw: Arc<RawModel>, path: &Path) -> Result<Tokenizer,
     ))
 }
 
-/// The vocabulary of a loaded model: bytes, special ids, end-of-generation ids and BOS.
-fn vocabulary(vocab: &LlamaVocab<'_>) -> Result<Vocabulary, String> {
-    let n = usize::try_from(vocab.n_tokens())
-        .ok()
-        .filter(|&n| n > 0)
-        .ok_or("the file has no vocabulary")?;
-    // Every token's bytes back to back in one buffer (`ends[i]` is where id i's end): one
-    // allocation, not one per token.
-    let mut arena: Vec<u8> = Vec::with_capacity(n * 8);
-    let mut ends: Vec<usize> = Vec::with_capacity(n);
-    let mut special = Vec::new();
-    let mut eog = Vec::new();
-    for id in 0..n {
-        let token = llama_token(id)?;
-        let attrs = vocab.attr(token);
-        // Room for any usual token, so that llama.cpp writes it in one call.
-        arena.reserve(64);
-        vocab.token_to_piece_into(token, &mut arena, true, None);
-        // A token that cannot stand for text: never in a mask.
-        if attrs.contains(LlamaTokenAttr::Control)
-            || attrs.contains(LlamaTokenAttr::Unknown)
-            || attrs.contains(LlamaTokenAttr::Unused)
-            || attrs.is_empty()
-        {
-            special.push(token_id(id)?);
-        }
-        if vocab.is_eog(token) {
-            eog.push(token_id(id)?);
-        }
-        ends.push(arena.len());
-    }
-    let pick = |token: LlamaToken| {
-        usize::try_from(token.0)
+/// A vocabulary as llama.cpp gives it, before it is indexed: what a [`Vocabulary`] is built
+/// from, and what a copy kept on disk is compared with (see [`crate::LlamaModel::load_with_kernel`]).
+#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct VocabParts {
+    /// Every token's bytes back to back: one allocation, not one per token.
+    pub(crate) arena: Vec<u8>,
+    /// Where each id's bytes end in `arena`.
+    pub(crate) ends: Vec<u32>,
+    /// Tokens that cannot stand for text (control, unknown, unused): never in a mask.
+    pub(crate) special: Vec<u32>,
+    /// End-of-generation ids, end of sequence first.
+    pub(crate) eog: Vec<u32>,
+    pub(crate) end_of_turn: Option<u32>,
+    pub(crate) bos: Option<u32>,
+}
+
+impl VocabParts {
+    /// The parts of a loaded model's vocabulary: bytes, special ids, end-of-generation ids
+    /// and BOS.
+    pub(crate) fn read(vocab: &LlamaVocab<'_>) -> Result<VocabParts, String> {
+        let n = usize::try_from(vocab.n_tokens())
             .ok()
-            .filter(|&id| id < n)
-            .and_then(|id| token_id(id).ok())
-    };
-    let bos = vocab.should_add_bos().then(|| pick(vocab.bos())).flatten();
-    // EOS first, so it is the one a chat template names.
-    if let Some(eos) = pick(vocab.eos()) {
-        eog.retain(|&id| id != eos);
-        eog.insert(0, eos);
+            .filter(|&n| n > 0)
+            .ok_or("the file has no vocabulary")?;
+        let mut arena: Vec<u8> = Vec::with_capacity(n * 8);
+        let mut ends: Vec<u32> = Vec::with_capacity(n);
+        let mut special = Vec::new();
+        let mut eog = Vec::new();
+        for id in 0..n {
+            let token = llama_token(id)?;
+            let attrs = vocab.attr(token);
+            // Room for any usual token, so that llama.cpp writes it in one call.
+            arena.reserve(64);
+            vocab.token_to_piece_into(token, &mut arena, true, None);
+            if attrs.contains(LlamaTokenAttr::Control)
+                || attrs.contains(LlamaTokenAttr::Unknown)
+                || attrs.contains(LlamaTokenAttr::Unused)
+                || attrs.is_empty()
+            {
+                special.push(token_id(id)?.as_u32());
+            }
+            if vocab.is_eog(token) {
+                eog.push(token_id(id)?.as_u32());
+            }
+            ends.push(
+                u32::try_from(arena.len())
+                    .map_err(|_| "its tokens add up to 4 GiB or more".to_owned())?,
+            );
+        }
+        let pick = |token: LlamaToken| {
+            usize::try_from(token.0)
+                .ok()
+                .filter(|&id| id < n)
+                .and_then(|id| token_id(id).ok())
+                .map(TokenId::as_u32)
+        };
+        let bos = vocab.should_add_bos().then(|| pick(vocab.bos())).flatten();
+        // EOS first, so it is the one a chat template names.
+        if let Some(eos) = pick(vocab.eos()) {
+            eog.retain(|&id| id != eos);
+            eog.insert(0, eos);
+        }
+        Ok(VocabParts {
+            arena,
+            ends,
+            special,
+            eog,
+            end_of_turn: pick(vocab.eot()),
+            bos,
+        })
     }
-    let end_of_turn: Vec<TokenId> = pick(vocab.eot()).into_iter().collect();
-    let starts = std::iter::once(0).chain(ends.iter().copied());
-    let pieces = starts.zip(&ends).map(|(start, &end)| &arena[start..end]);
-    Vocabulary::new(pieces, special)
-        .and_then(|v| v.with_eos_ids(eog))
-        .and_then(|v| v.with_end_of_turn_ids(end_of_turn))
-        .and_then(|v| v.with_bos_id(bos))
-        .map_err(|e| format!("its vocabulary: {e}"))
+
+    /// The indexed vocabulary.
+    pub(crate) fn vocabulary(&self) -> Result<Vocabulary, String> {
+        let ids = |ids: &mut dyn Iterator<Item = u32>| -> Result<Vec<TokenId>, String> {
+            ids.map(|id| token_id(id as usize)).collect()
+        };
+        let special = ids(&mut self.special.iter().copied())?;
+        let eog = ids(&mut self.eog.iter().copied())?;
+        let end_of_turn = ids(&mut self.end_of_turn.into_iter())?;
+        let bos = ids(&mut self.bos.into_iter())?.first().copied();
+        let mut start = 0usize;
+        let mut pieces = Vec::with_capacity(self.ends.len());
+        for &end in &self.ends {
+            let end = end as usize;
+            pieces.push(
+                self.arena
+                    .get(start..end)
+                    .ok_or("token bytes out of order")?,
+            );
+            start = end;
+        }
+        Vocabulary::new(pieces, special)
+            .and_then(|v| v.with_eos_ids(eog))
+            .and_then(|v| v.with_end_of_turn_ids(end_of_turn))
+            .and_then(|v| v.with_bos_id(bos))
+            .map_err(|e| format!("its vocabulary: {e}"))
+    }
 }
 
 fn llama_token(id: usize) -> Result<LlamaToken, String> {

@@ -235,3 +235,74 @@ fn a_loaded_models_tokenizer_equals_the_files() -> Result<()> {
     assert!(!shared.encode(text, false)?.is_empty());
     Ok(())
 }
+
+/// The kept vocabulary files `load_with_kernel` leaves in `dir`.
+fn kept_files(dir: &std::path::Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("gguf-vocab-"))
+        {
+            files.push(path);
+        }
+    }
+    Ok(files)
+}
+
+/// `load_with_kernel` keeps the file's vocabulary beside the kernel tables, takes it up again
+/// on the next start-up without writing it anew, and uses a kept vocabulary only when it is
+/// the model's own: another model's, left under this model's name, is replaced, never used.
+#[test]
+fn a_kept_vocabulary_is_used_only_when_it_is_the_models_own() -> Result<()> {
+    use runtime_llama::{LlamaConfig, LlamaModel};
+    let config = LlamaConfig::default().with_n_ctx(256);
+    let own = load_tokenizer(gemma())?;
+    let dir = tempfile::tempdir()?;
+    let text = "Adamma went home to Nigeria <start_of_turn> for the hols";
+
+    // First start-up: nothing kept yet.
+    let (_, first, kernel) =
+        LlamaModel::load_with_kernel(gemma(), config.clone(), Some(dir.path()))?;
+    assert_eq!(first.vocab().fingerprint(), own.vocab().fingerprint());
+    assert!(std::sync::Arc::ptr_eq(first.vocab(), kernel.vocab()));
+    let kept = kept_files(dir.path())?;
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let (bytes, modified) = (
+        std::fs::read(&kept[0])?,
+        std::fs::metadata(&kept[0])?.modified()?,
+    );
+
+    // Second: the kept vocabulary is the model's, and is used as it is.
+    let (_, second, kernel) =
+        LlamaModel::load_with_kernel(gemma(), config.clone(), Some(dir.path()))?;
+    assert_eq!(second.vocab().fingerprint(), own.vocab().fingerprint());
+    assert!(std::sync::Arc::ptr_eq(second.vocab(), kernel.vocab()));
+    assert_eq!(second.encode(text, true)?, own.encode(text, true)?);
+    assert!(second.chat_template().is_some() == own.chat_template().is_some());
+    assert_eq!(
+        std::fs::metadata(&kept[0])?.modified()?,
+        modified,
+        "written again"
+    );
+
+    // Another model's kept vocabulary under this model's name.
+    let other_dir = tempfile::tempdir()?;
+    let (_, other, _) =
+        LlamaModel::load_with_kernel(smollm2(), config.clone(), Some(other_dir.path()))?;
+    assert_ne!(other.vocab().fingerprint(), own.vocab().fingerprint());
+    let other_kept = kept_files(other_dir.path())?;
+    assert_eq!(other_kept.len(), 1, "{other_kept:?}");
+    std::fs::copy(&other_kept[0], &kept[0])?;
+    let (_, third, kernel) = LlamaModel::load_with_kernel(gemma(), config, Some(dir.path()))?;
+    assert_eq!(third.vocab().fingerprint(), own.vocab().fingerprint());
+    assert_eq!(kernel.vocab().len(), own.vocab().len());
+    assert_eq!(
+        std::fs::read(&kept[0])?,
+        bytes,
+        "the model's own vocabulary kept again"
+    );
+    Ok(())
+}
