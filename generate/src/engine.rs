@@ -927,19 +927,6 @@ pub fn kernel_cached(
         .map_err(|e| GenerateError::Tokenizer(e.to_string()))
 }
 
-/// Where programs keep kernel tables by default: `$STENCIL_CACHE/tables`, else
-/// `~/.cache/stencil/tables` (the download cache's directory); `None` when neither
-/// `STENCIL_CACHE` nor `HOME` is set.
-#[must_use]
-pub fn default_tables_dir() -> Option<std::path::PathBuf> {
-    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    let cache = match from_env("STENCIL_CACHE") {
-        Some(dir) => std::path::PathBuf::from(dir),
-        None => std::path::PathBuf::from(from_env("HOME")?).join(".cache/stencil"),
-    };
-    Some(cache.join("tables"))
-}
-
 /// Copies `logits` into `raw`, puts the `n` likeliest tokens (with their logits) into `top`,
 /// likeliest first, and returns the log of the sum of the exponentials of the finite logits
 /// (`-inf` when there are none).

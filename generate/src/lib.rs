@@ -32,10 +32,10 @@ pub use batch::{
 };
 pub use engine::{
     GenerateOptions, Generator, LogprobSink, MAX_TOP_LOGPROBS, Output, Prompt, Reasoning, Request,
-    StopReason, Timing, TokenLogprob, default_tables_dir, kernel_cached, kernel_for,
-    new_mask_cache, reasoning_end_in,
+    StopReason, Timing, TokenLogprob, kernel_cached, kernel_for, new_mask_cache, reasoning_end_in,
 };
 pub use error::GenerateError;
+pub use mask_kernel::default_tables_dir;
 pub use model::{Model, ModelError};
 /// The layout of JSON generated under a schema ([`Generator::set_whitespace`]).
 pub use schema_compiler::Whitespace;

@@ -103,7 +103,7 @@ pub use cache::{CacheStats, MaskCache, SharedMaskCache};
 pub use error::MaskError;
 pub use fixedbitset::FixedBitSet;
 pub use kernel::Kernel;
-pub use persist::TablesError;
+pub use persist::{TablesError, default_tables_dir};
 /// The trait a grammar implements and its split, from the `recognizer` crate.
 pub use recognizer::{Close, NUMBER_BYTES, Recognizer, Split, is_numeric};
 pub use session::{MaskStats, Session};

@@ -204,6 +204,19 @@ impl Kernel {
     }
 }
 
+/// Where programs keep kernel tables by default (the directory to give [`Kernel::cached`]):
+/// `$STENCIL_CACHE/tables`, else `~/.cache/stencil/tables`, beside the download cache; `None`
+/// when neither `STENCIL_CACHE` nor `HOME` is set.
+#[must_use]
+pub fn default_tables_dir() -> Option<PathBuf> {
+    let from_env = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    let cache = match from_env("STENCIL_CACHE") {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(from_env("HOME")?).join(".cache/stencil"),
+    };
+    Some(cache.join("tables"))
+}
+
 /// Removes the files beside `path` that hold the same tables in another format version (this
 /// build neither reads nor writes them again). Failures are logged, never errors.
 fn remove_other_formats(path: &Path) {

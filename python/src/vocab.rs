@@ -12,6 +12,12 @@ use vocab_index::{TokenId, TokenizerConfig, TrieKind, Vocabulary};
 
 use crate::errors::{vocab_error, with_sources};
 
+/// The size from which a vocabulary's kernel tables are kept on disk ([`Kernel::cached`]):
+/// every real tokenizer's (32k tokens and more), where building them takes tens to hundreds
+/// of milliseconds and reading them a tenth of that. Smaller vocabularies, as tests make them
+/// by the thousand, build in a few milliseconds and leave nothing behind.
+const KEPT_FROM: usize = 16_384;
+
 /// A vocabulary: the exact bytes of every token id, the special and end-of-sequence ids, and
 /// the tables the mask kernel builds once per vocabulary. Immutable; share one between
 /// grammars and threads.
@@ -21,13 +27,22 @@ pub struct Vocab {
 }
 
 impl Vocab {
-    /// Pads or trims `vocab` to `size` ids, then builds the kernel.
+    /// Pads or trims `vocab` to `size` ids, then builds the kernel, its tables kept in the
+    /// download cache between processes when the vocabulary is a real tokenizer's size.
     fn build(vocab: Vocabulary, size: Option<usize>) -> PyResult<Vocab> {
-        let vocab = match size {
+        let vocab = Arc::new(match size {
             Some(n) => resized(vocab, n)?,
             None => vocab,
+        });
+        let kernel = match mask_kernel::default_tables_dir() {
+            Some(dir) if vocab.len() >= KEPT_FROM => Kernel::cached(vocab, TrieKind::Flat, &dir)
+                .map(|(kernel, _)| kernel)
+                .map_err(|e| match e {
+                    mask_kernel::TablesError::Build(e) => vocab_error(e),
+                    other => PyValueError::new_err(with_sources(&other)),
+                })?,
+            _ => Kernel::new(vocab, TrieKind::Flat).map_err(vocab_error)?,
         };
-        let kernel = Kernel::new(Arc::new(vocab), TrieKind::Flat).map_err(vocab_error)?;
         Ok(Vocab {
             kernel: Arc::new(kernel),
         })

@@ -308,3 +308,38 @@ def test_from_gguf_reads_the_files_own_vocabulary():
     for i in range(len(text)):
         assert matcher.accept_token(by_bytes[text[i : i + 1]])
     assert matcher.is_accepting()
+
+
+def test_a_real_sized_vocabularys_tables_are_kept_and_read_back(tmp_path, monkeypatch):
+    # Tables of a vocabulary a real tokenizer's size are kept in $STENCIL_CACHE/tables and read
+    # back by the next vocabulary of the same tokens; the masks are the same either way.
+    monkeypatch.setenv("STENCIL_CACHE", str(tmp_path))
+    tables = tmp_path / "tables"
+    tokens = TINY + [str(i).encode() for i in range(20_000)]
+
+    def vocab():
+        return Vocab.from_token_bytes(tokens, eos_token_ids=[EOS])
+
+    def masks(v):
+        matcher = Matcher(Grammar.from_json_schema({"type": "integer", "maximum": 1999}, v))
+        seen = [mask_of(matcher)]
+        assert matcher.accept_token(tokens.index(b"12"))
+        seen.append(mask_of(matcher))
+        return seen
+
+    built = masks(vocab())
+    assert len(built[0]) > 1000 and tokens.index(b"1999") in built[0]
+    assert tokens.index(b"2000") not in built[0]
+    kept = sorted(p.name for p in tables.iterdir())
+    assert len(kept) == 1 and kept[0].startswith("kernel-"), kept
+    written = (tables / kept[0]).stat().st_mtime_ns
+    assert masks(vocab()) == built
+    assert (tables / kept[0]).stat().st_mtime_ns == written  # read, not written again
+    # A small vocabulary leaves nothing behind.
+    tiny_vocab()
+    assert sorted(p.name for p in tables.iterdir()) == kept
+    # A cache that cannot be written costs only the time: the tables are built in memory.
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache directory would be")
+    monkeypatch.setenv("STENCIL_CACHE", str(blocked))
+    assert masks(vocab()) == built
