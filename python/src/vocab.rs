@@ -4,15 +4,16 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mask_kernel::Kernel;
-use pyo3::exceptions::{PyFileNotFoundError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use vocab_index::tokenizers::Tokenizer;
-use vocab_index::{TokenId, TokenizerConfig, TrieKind, Vocabulary};
+use vocab_index::{TOKENIZER_CONFIG_FILE, TokenId, TokenizerConfig, TrieKind, Vocabulary};
 
 use crate::errors::{vocab_error, with_sources};
 
-/// The size from which a vocabulary's kernel tables are kept on disk ([`Kernel::cached`]):
+/// The size from which a vocabulary and its kernel tables are kept on disk
+/// ([`Vocabulary::derive_kept`], [`Kernel::cached`]):
 /// every real tokenizer's (32k tokens and more), where building them takes tens to hundreds
 /// of milliseconds and reading them a tenth of that. Smaller vocabularies, as tests make them
 /// by the thousand, build in a few milliseconds and leave nothing behind.
@@ -51,6 +52,19 @@ impl Vocab {
     /// The number of token ids.
     pub(crate) fn len(&self) -> usize {
         self.kernel.vocab().len()
+    }
+}
+
+/// The vocabulary `derive` makes from `inputs` (every byte it depends on), kept in the
+/// download cache when it is a real tokenizer's size, so that the next process reads it
+/// instead of parsing the tokenizer again (see [`Vocabulary::derive_kept`]).
+fn kept_or_derived(
+    inputs: &[&[u8]],
+    derive: impl FnOnce() -> PyResult<Vocabulary>,
+) -> PyResult<Vocabulary> {
+    match mask_kernel::default_tables_dir() {
+        Some(dir) => Vocabulary::derive_kept(&dir, inputs, KEPT_FROM, derive).map(|(v, _)| v),
+        None => derive(),
     }
 }
 
@@ -143,12 +157,19 @@ impl Vocab {
         };
         let given = (eos_token.is_some() || bos_token.is_some())
             .then(|| TokenizerConfig::new(eos_token.as_deref(), bos_token.as_deref()));
+        // What the vocabulary is derived from besides the tokenizer file: the tokens given.
+        let given_key = format!("{eos_token:?} {bos_token:?}");
         let vocab = match text {
             Some(text) => py.detach(|| {
-                let tokenizer = text.parse::<Tokenizer>().map_err(|e| {
-                    PyValueError::new_err(format!("not a tokenizer.json: {}", with_sources(&*e)))
-                })?;
-                Vocabulary::from_tokenizer(&tokenizer, given.as_ref()).map_err(vocab_error)
+                kept_or_derived(&[b"text", text.as_bytes(), given_key.as_bytes()], || {
+                    let tokenizer = text.parse::<Tokenizer>().map_err(|e| {
+                        PyValueError::new_err(format!(
+                            "not a tokenizer.json: {}",
+                            with_sources(&*e)
+                        ))
+                    })?;
+                    Vocabulary::from_tokenizer(&tokenizer, given.as_ref()).map_err(vocab_error)
+                })
             })?,
             None => {
                 let path: PathBuf = source.extract().map_err(|_| {
@@ -167,17 +188,57 @@ impl Vocab {
                         path.display()
                     )));
                 }
-                py.detach(|| match &given {
-                    None => Vocabulary::from_file(&path).map_err(vocab_error),
-                    Some(config) => {
-                        let tokenizer = Tokenizer::from_file(&path).map_err(|e| {
-                            PyValueError::new_err(format!(
-                                "cannot load tokenizer {}: {}",
-                                path.display(),
-                                with_sources(&*e)
-                            ))
-                        })?;
-                        Vocabulary::from_tokenizer(&tokenizer, Some(config)).map_err(vocab_error)
+                py.detach(|| {
+                    let read = |path: &std::path::Path| {
+                        std::fs::read(path).map_err(|e| {
+                            PyOSError::new_err(format!("cannot read {}: {e}", path.display()))
+                        })
+                    };
+                    let bytes = read(&path)?;
+                    match &given {
+                        None => {
+                            // The config beside the file names the end of sequence.
+                            let config_path = path.with_file_name(TOKENIZER_CONFIG_FILE);
+                            let config = if config_path.is_file() {
+                                let text =
+                                    String::from_utf8(read(&config_path)?).map_err(|_| {
+                                        PyValueError::new_err(format!(
+                                            "{} is not UTF-8",
+                                            config_path.display()
+                                        ))
+                                    })?;
+                                Some(text)
+                            } else {
+                                None
+                            };
+                            let inputs: [&[u8]; 4] = [
+                                b"file",
+                                &bytes,
+                                if config.is_some() {
+                                    b"config"
+                                } else {
+                                    b"no config"
+                                },
+                                config.as_deref().unwrap_or_default().as_bytes(),
+                            ];
+                            kept_or_derived(&inputs, || {
+                                Vocabulary::from_file_contents(&path, &bytes, config.as_deref())
+                                    .map_err(vocab_error)
+                            })
+                        }
+                        Some(config) => {
+                            kept_or_derived(&[b"file", &bytes, given_key.as_bytes()], || {
+                                let tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| {
+                                    PyValueError::new_err(format!(
+                                        "cannot load tokenizer {}: {}",
+                                        path.display(),
+                                        with_sources(&*e)
+                                    ))
+                                })?;
+                                Vocabulary::from_tokenizer(&tokenizer, Some(config))
+                                    .map_err(vocab_error)
+                            })
+                        }
                     }
                 })?
             }

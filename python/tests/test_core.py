@@ -343,3 +343,49 @@ def test_a_real_sized_vocabularys_tables_are_kept_and_read_back(tmp_path, monkey
     blocked.write_text("a file where the cache directory would be")
     monkeypatch.setenv("STENCIL_CACHE", str(blocked))
     assert masks(vocab()) == built
+
+
+def test_a_tokenizers_vocabulary_is_kept_under_the_hash_of_its_files(tmp_path, monkeypatch):
+    # The vocabulary of a tokenizer.json is kept in $STENCIL_CACHE/tables under a hash of the
+    # file, its config and the tokens given, and read back by the next process; other contents
+    # or other tokens given are another vocabulary, never the kept one.
+    monkeypatch.setenv("STENCIL_CACHE", str(tmp_path))
+    tables = tmp_path / "tables"
+    source = tokenizer_path("llama3")
+    folder = tmp_path / "llama3"
+    folder.mkdir()
+    path = folder / "tokenizer.json"
+    path.write_bytes(source.read_bytes())
+    config = source.with_name("tokenizer_config.json")
+    if config.is_file():
+        (folder / "tokenizer_config.json").write_bytes(config.read_bytes())
+
+    def kept():
+        return sorted(p.name for p in tables.iterdir() if p.name.startswith("vocab-"))
+
+    def same(a, b):
+        assert (len(a), a.eos_token_ids) == (len(b), b.eos_token_ids)
+        assert all(a.token_bytes(i) == b.token_bytes(i) for i in range(len(a)))
+
+    first = Vocab.from_tokenizer_json(path)
+    assert len(kept()) == 1
+    written = (tables / kept()[0]).stat().st_mtime_ns
+    again = Vocab.from_tokenizer_json(path)
+    same(again, first)
+    assert (tables / kept()[0]).stat().st_mtime_ns == written  # read, not written again
+
+    # Other tokens given: another vocabulary (the end of sequence differs), kept apart.
+    text = path.read_text()
+    given = Vocab.from_tokenizer_json(text, eos_token="<|eot_id|>")
+    assert len(kept()) == 2
+    same(Vocab.from_tokenizer_json(text, eos_token="<|eot_id|>"), given)
+    assert len(kept()) == 2
+
+    # The same file with one token's text changed: derived, not read.
+    changed = text.replace("<|reserved_special_token_0|>", "<|reserved_special_token_Z|>", 1)
+    assert changed != text
+    path.write_text(changed)
+    edited = Vocab.from_tokenizer_json(path)
+    differ = [i for i in range(len(first)) if edited.token_bytes(i) != first.token_bytes(i)]
+    assert [edited.token_bytes(i) for i in differ] == [b"<|reserved_special_token_Z|>"]
+    assert len(kept()) == 3

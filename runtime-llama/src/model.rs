@@ -24,7 +24,7 @@ use llama_cpp_2::token::LlamaToken;
 
 use generate::Tokenizer;
 use mask_kernel::Kernel;
-use vocab_index::TrieKind;
+use vocab_index::{TrieKind, Vocabulary};
 
 use crate::config::LlamaConfig;
 use crate::info::ModelInfo;
@@ -222,8 +222,7 @@ impl LlamaModel {
         let (model, early) = std::thread::scope(|s| {
             let side = kept_at.as_ref().map(|(dir, kept_at)| {
                 s.spawn(move || {
-                    let parts = kept::read(kept_at)?;
-                    let vocab = Arc::new(parts.vocabulary().ok()?);
+                    let vocab = Arc::new(Vocabulary::read_kept(kept_at)?);
                     let file = Kernel::tables_path(dir, &vocab, TrieKind::Flat);
                     // Only read here: building tables for a copy that may turn out stale
                     // would hold up the start-up.
@@ -231,7 +230,7 @@ impl LlamaModel {
                         .is_file()
                         .then(|| Kernel::load(&file, vocab.clone()).ok())
                         .flatten();
-                    Some((parts, vocab, kernel))
+                    Some((vocab, kernel))
                 })
             });
             let model = LlamaModel::load(path, config);
@@ -241,11 +240,11 @@ impl LlamaModel {
         let raw = model.engine.borrow_owner().clone();
         let parts = VocabParts::read(&raw.vocab()).map_err(load_error)?;
         let (vocab, kernel) = match early {
-            Some((kept, vocab, kernel)) if kept == parts => (vocab, kernel),
+            Some((vocab, kernel)) if parts.matches(&vocab) => (vocab, kernel),
             _ => {
                 let vocab = Arc::new(parts.vocabulary().map_err(load_error)?);
                 if let Some((_, kept_at)) = &kept_at {
-                    kept::write(kept_at, &parts);
+                    vocab.keep_at(kept_at);
                 }
                 (vocab, None)
             }

@@ -113,19 +113,20 @@ pub(crate) fn tokenizer_with(
 }
 
 /// A vocabulary as llama.cpp gives it, before it is indexed: what a [`Vocabulary`] is built
-/// from, and what a copy kept on disk is compared with (see [`crate::LlamaModel::load_with_kernel`]).
-#[derive(Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// from, and what a copy kept on disk is compared with (see
+/// [`crate::LlamaModel::load_with_kernel`]).
+#[derive(Debug)]
 pub(crate) struct VocabParts {
     /// Every token's bytes back to back: one allocation, not one per token.
     pub(crate) arena: Vec<u8>,
     /// Where each id's bytes end in `arena`.
-    pub(crate) ends: Vec<u32>,
+    pub(crate) ends: Vec<usize>,
     /// Tokens that cannot stand for text (control, unknown, unused): never in a mask.
-    pub(crate) special: Vec<u32>,
-    /// End-of-generation ids, end of sequence first.
-    pub(crate) eog: Vec<u32>,
-    pub(crate) end_of_turn: Option<u32>,
-    pub(crate) bos: Option<u32>,
+    pub(crate) special: Vec<TokenId>,
+    /// End-of-generation ids.
+    pub(crate) eog: Vec<TokenId>,
+    pub(crate) end_of_turn: Option<TokenId>,
+    pub(crate) bos: Option<TokenId>,
 }
 
 impl VocabParts {
@@ -137,7 +138,7 @@ impl VocabParts {
             .filter(|&n| n > 0)
             .ok_or("the file has no vocabulary")?;
         let mut arena: Vec<u8> = Vec::with_capacity(n * 8);
-        let mut ends: Vec<u32> = Vec::with_capacity(n);
+        let mut ends: Vec<usize> = Vec::with_capacity(n);
         let mut special = Vec::new();
         let mut eog = Vec::new();
         for id in 0..n {
@@ -151,28 +152,24 @@ impl VocabParts {
                 || attrs.contains(LlamaTokenAttr::Unused)
                 || attrs.is_empty()
             {
-                special.push(token_id(id)?.as_u32());
+                special.push(token_id(id)?);
             }
             if vocab.is_eog(token) {
-                eog.push(token_id(id)?.as_u32());
+                eog.push(token_id(id)?);
             }
-            ends.push(
-                u32::try_from(arena.len())
-                    .map_err(|_| "its tokens add up to 4 GiB or more".to_owned())?,
-            );
+            ends.push(arena.len());
         }
         let pick = |token: LlamaToken| {
             usize::try_from(token.0)
                 .ok()
                 .filter(|&id| id < n)
                 .and_then(|id| token_id(id).ok())
-                .map(TokenId::as_u32)
         };
         let bos = vocab.should_add_bos().then(|| pick(vocab.bos())).flatten();
-        // EOS first, so it is the one a chat template names.
-        if let Some(eos) = pick(vocab.eos()) {
-            eog.retain(|&id| id != eos);
-            eog.insert(0, eos);
+        if let Some(eos) = pick(vocab.eos())
+            && !eog.contains(&eos)
+        {
+            eog.push(eos);
         }
         Ok(VocabParts {
             arena,
@@ -184,31 +181,38 @@ impl VocabParts {
         })
     }
 
+    /// Each id's bytes.
+    fn pieces(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.arena[start..end])
+    }
+
     /// The indexed vocabulary.
     pub(crate) fn vocabulary(&self) -> Result<Vocabulary, String> {
-        let ids = |ids: &mut dyn Iterator<Item = u32>| -> Result<Vec<TokenId>, String> {
-            ids.map(|id| token_id(id as usize)).collect()
-        };
-        let special = ids(&mut self.special.iter().copied())?;
-        let eog = ids(&mut self.eog.iter().copied())?;
-        let end_of_turn = ids(&mut self.end_of_turn.into_iter())?;
-        let bos = ids(&mut self.bos.into_iter())?.first().copied();
-        let mut start = 0usize;
-        let mut pieces = Vec::with_capacity(self.ends.len());
-        for &end in &self.ends {
-            let end = end as usize;
-            pieces.push(
-                self.arena
-                    .get(start..end)
-                    .ok_or("token bytes out of order")?,
-            );
-            start = end;
-        }
-        Vocabulary::new(pieces, special)
-            .and_then(|v| v.with_eos_ids(eog))
-            .and_then(|v| v.with_end_of_turn_ids(end_of_turn))
-            .and_then(|v| v.with_bos_id(bos))
+        Vocabulary::new(self.pieces(), self.special.iter().copied())
+            .and_then(|v| v.with_eos_ids(self.eog.iter().copied()))
+            .and_then(|v| v.with_end_of_turn_ids(self.end_of_turn))
+            .and_then(|v| v.with_bos_id(self.bos))
             .map_err(|e| format!("its vocabulary: {e}"))
+    }
+
+    /// Whether [`VocabParts::vocabulary`] would build exactly `vocab`: the same bytes for
+    /// every id, the same special, end-of-sequence, end-of-turn and BOS ids.
+    pub(crate) fn matches(&self, vocab: &Vocabulary) -> bool {
+        let mut eog = self.eog.clone();
+        eog.sort_unstable();
+        eog.dedup();
+        vocab.len() == self.ends.len()
+            && vocab.iter().zip(self.pieces()).all(|((_, a), b)| a == b)
+            && vocab
+                .special()
+                .ones()
+                .eq(self.special.iter().map(|id| id.as_usize()))
+            && vocab.eos_ids() == eog.as_slice()
+            && vocab.end_of_turn_ids() == self.end_of_turn.as_slice()
+            && vocab.bos_id() == self.bos
     }
 }
 
@@ -323,5 +327,51 @@ pub fn check_tokenizer(own: &Vocabulary, other: &Vocabulary) -> Result<(), Strin
         Ok(())
     } else {
         Err(problems.join("; "))
+    }
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    fn id(i: u32) -> TokenId {
+        TokenId::new(i).unwrap()
+    }
+
+    fn parts() -> VocabParts {
+        VocabParts {
+            arena: b"abcde<eos><eot>".to_vec(),
+            ends: vec![1, 2, 5, 10, 15],
+            special: vec![id(3), id(4)],
+            eog: vec![id(4), id(3)],
+            end_of_turn: Some(id(4)),
+            bos: Some(id(0)),
+        }
+    }
+
+    /// A kept vocabulary is used only when the parts would build exactly it: any difference
+    /// in bytes, special ids, end-of-sequence, end-of-turn or BOS is seen.
+    #[test]
+    fn parts_match_only_the_vocabulary_they_build() {
+        let vocab = parts().vocabulary().unwrap();
+        assert!(parts().matches(&vocab));
+        let changes: [fn(&mut VocabParts); 7] = [
+            |p| p.arena[3] = b'D',
+            |p| p.ends = vec![1, 3, 5, 10, 15],
+            |p| p.special = vec![id(3)],
+            |p| p.eog = vec![id(3)],
+            |p| p.end_of_turn = None,
+            |p| p.bos = None,
+            |p| {
+                p.arena.extend_from_slice(b"f");
+                p.ends.push(16);
+            },
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            let mut other = parts();
+            change(&mut other);
+            assert!(!other.matches(&vocab), "change {i} unseen");
+            assert!(other.matches(&other.vocabulary().unwrap()), "change {i}");
+        }
     }
 }

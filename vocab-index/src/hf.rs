@@ -436,16 +436,42 @@ impl Vocabulary {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Vocabulary> {
         let path = path.as_ref();
         let _span = tracing::debug_span!("vocabulary_from_file", path = %path.display()).entered();
-        let tokenizer = Tokenizer::from_file(path).map_err(|source| Error::Tokenizer {
+        let tokenizer = std::fs::read(path).map_err(|source| Error::Tokenizer {
             path: path.to_owned(),
-            source,
+            source: source.into(),
         })?;
         let config_path = path.with_file_name(TOKENIZER_CONFIG_FILE);
         let config = if config_path.is_file() {
-            Some(TokenizerConfig::from_file(&config_path)?)
+            Some(read_text(&config_path)?)
         } else {
             None
         };
+        Vocabulary::from_file_contents(path, &tokenizer, config.as_deref())
+    }
+
+    /// [`Vocabulary::from_file`] on contents already read: `tokenizer` is the `tokenizer.json`
+    /// at `path`, `config` the text of the `tokenizer_config.json` beside it, if there is one.
+    ///
+    /// # Errors
+    ///
+    /// As [`Vocabulary::from_file`].
+    pub fn from_file_contents(
+        path: &Path,
+        tokenizer: &[u8],
+        config: Option<&str>,
+    ) -> Result<Vocabulary> {
+        let tokenizer = Tokenizer::from_bytes(tokenizer).map_err(|source| Error::Tokenizer {
+            path: path.to_owned(),
+            source,
+        })?;
+        let config = config
+            .map(|text| {
+                serde_json::from_str(text).map_err(|source| Error::Config {
+                    path: path.with_file_name(TOKENIZER_CONFIG_FILE),
+                    source,
+                })
+            })
+            .transpose()?;
         Vocabulary::from_tokenizer(&tokenizer, config.as_ref())
     }
 

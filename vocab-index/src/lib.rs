@@ -142,6 +142,7 @@ mod flat;
 mod gguf;
 mod hf;
 mod index;
+mod kept;
 mod token;
 mod vocabulary;
 
