@@ -172,6 +172,28 @@ impl Kernel {
         tables_path(dir, &vocab.fingerprint(), kind)
     }
 
+    /// [`Kernel::cached`] without the build: the kernel of `vocab` with `kind` tries when its
+    /// file in `dir` is there and good, else `None` (a file that is there but cannot be used
+    /// is logged).
+    #[must_use]
+    pub fn read_cached(vocab: Arc<Vocabulary>, kind: TrieKind, dir: &Path) -> Option<Kernel> {
+        let fingerprint = vocab.fingerprint();
+        Kernel::read_at(&tables_path(dir, &fingerprint, kind), vocab, &fingerprint)
+    }
+
+    /// The tables at `path` when they are there and good; a file that is there but cannot be
+    /// used is logged.
+    fn read_at(path: &Path, vocab: Arc<Vocabulary>, fingerprint: &[u8; 32]) -> Option<Kernel> {
+        match Kernel::load_with(path, vocab, fingerprint) {
+            Ok(kernel) => Some(kernel),
+            Err(TablesError::Io { .. }) if !path.exists() => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "building the kernel tables again");
+                None
+            }
+        }
+    }
+
     /// The kernel of `vocab` with `kind` tries: read from its file in `dir` when that file is
     /// there and good, else built and written there for the next time. Returns the kernel and
     /// whether it was read. A file that cannot be read or written only costs the build: it is
@@ -187,10 +209,8 @@ impl Kernel {
     ) -> Result<(Kernel, bool), TablesError> {
         let fingerprint = vocab.fingerprint();
         let path = tables_path(dir, &fingerprint, kind);
-        match Kernel::load_with(&path, vocab.clone(), &fingerprint) {
-            Ok(kernel) => return Ok((kernel, true)),
-            Err(TablesError::Io { .. }) if !path.exists() => {}
-            Err(e) => tracing::warn!(error = %e, "building the kernel tables again"),
+        if let Some(kernel) = Kernel::read_at(&path, vocab.clone(), &fingerprint) {
+            return Ok((kernel, true));
         }
         let kernel = Kernel::new(vocab, kind)?;
         let saved = std::fs::create_dir_all(dir)

@@ -4,11 +4,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use mask_kernel::Kernel;
-use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyFileNotFoundError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use vocab_index::tokenizers::Tokenizer;
-use vocab_index::{TOKENIZER_CONFIG_FILE, TokenId, TokenizerConfig, TrieKind, Vocabulary};
+use vocab_index::{TokenId, TokenizerConfig, TrieKind, Vocabulary, read_tokenizer_files};
 
 use crate::errors::{vocab_error, with_sources};
 
@@ -188,57 +188,40 @@ impl Vocab {
                         path.display()
                     )));
                 }
-                py.detach(|| {
-                    let read = |path: &std::path::Path| {
-                        std::fs::read(path).map_err(|e| {
-                            PyOSError::new_err(format!("cannot read {}: {e}", path.display()))
-                        })
-                    };
-                    let bytes = read(&path)?;
-                    match &given {
-                        None => {
-                            // The config beside the file names the end of sequence.
-                            let config_path = path.with_file_name(TOKENIZER_CONFIG_FILE);
-                            let config = if config_path.is_file() {
-                                let text =
-                                    String::from_utf8(read(&config_path)?).map_err(|_| {
-                                        PyValueError::new_err(format!(
-                                            "{} is not UTF-8",
-                                            config_path.display()
-                                        ))
-                                    })?;
-                                Some(text)
+                py.detach(|| match &given {
+                    // The config beside the file names the end of sequence.
+                    None => {
+                        let (bytes, config) = read_tokenizer_files(&path).map_err(vocab_error)?;
+                        let inputs: [&[u8]; 4] = [
+                            b"file",
+                            &bytes,
+                            if config.is_some() {
+                                b"config"
                             } else {
-                                None
-                            };
-                            let inputs: [&[u8]; 4] = [
-                                b"file",
-                                &bytes,
-                                if config.is_some() {
-                                    b"config"
-                                } else {
-                                    b"no config"
-                                },
-                                config.as_deref().unwrap_or_default().as_bytes(),
-                            ];
-                            kept_or_derived(&inputs, || {
-                                Vocabulary::from_file_contents(&path, &bytes, config.as_deref())
-                                    .map_err(vocab_error)
-                            })
-                        }
-                        Some(config) => {
-                            kept_or_derived(&[b"file", &bytes, given_key.as_bytes()], || {
-                                let tokenizer = Tokenizer::from_bytes(&bytes).map_err(|e| {
-                                    PyValueError::new_err(format!(
-                                        "cannot load tokenizer {}: {}",
-                                        path.display(),
-                                        with_sources(&*e)
-                                    ))
-                                })?;
-                                Vocabulary::from_tokenizer(&tokenizer, Some(config))
-                                    .map_err(vocab_error)
-                            })
-                        }
+                                b"no config"
+                            },
+                            config.as_deref().unwrap_or_default().as_bytes(),
+                        ];
+                        kept_or_derived(&inputs, || {
+                            Vocabulary::from_file_contents(&path, &bytes, config.as_deref())
+                                .map_err(vocab_error)
+                        })
+                    }
+                    Some(config) => {
+                        let cannot_load = |e: &dyn std::error::Error| {
+                            PyValueError::new_err(format!(
+                                "cannot load tokenizer {}: {}",
+                                path.display(),
+                                with_sources(e)
+                            ))
+                        };
+                        let bytes = std::fs::read(&path).map_err(|e| cannot_load(&e))?;
+                        kept_or_derived(&[b"file", &bytes, given_key.as_bytes()], || {
+                            let tokenizer =
+                                Tokenizer::from_bytes(&bytes).map_err(|e| cannot_load(&*e))?;
+                            Vocabulary::from_tokenizer(&tokenizer, Some(config))
+                                .map_err(vocab_error)
+                        })
                     }
                 })?
             }

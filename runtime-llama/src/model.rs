@@ -223,13 +223,9 @@ impl LlamaModel {
             let side = kept_at.as_ref().map(|(dir, kept_at)| {
                 s.spawn(move || {
                     let vocab = Arc::new(Vocabulary::read_kept(kept_at)?);
-                    let file = Kernel::tables_path(dir, &vocab, TrieKind::Flat);
                     // Only read here: building tables for a copy that may turn out stale
                     // would hold up the start-up.
-                    let kernel = file
-                        .is_file()
-                        .then(|| Kernel::load(&file, vocab.clone()).ok())
-                        .flatten();
+                    let kernel = Kernel::read_cached(vocab.clone(), TrieKind::Flat, dir);
                     Some((vocab, kernel))
                 })
             });

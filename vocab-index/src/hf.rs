@@ -424,6 +424,27 @@ pub fn mid_text_tokenizer(path: impl AsRef<Path>) -> Result<Tokenizer> {
     Tokenizer::from_bytes(json.to_string().as_bytes()).map_err(tokenizer_error)
 }
 
+/// What [`Vocabulary::from_file`] reads: the `tokenizer.json` at `path`, and the text of the
+/// `tokenizer_config.json` beside it if there is one (for [`Vocabulary::from_file_contents`]).
+///
+/// # Errors
+///
+/// [`Error::Tokenizer`] when `path` cannot be read, [`Error::Io`] when the config is there
+/// but cannot be read as text.
+pub fn read_tokenizer_files(path: &Path) -> Result<(Vec<u8>, Option<String>)> {
+    let tokenizer = std::fs::read(path).map_err(|source| Error::Tokenizer {
+        path: path.to_owned(),
+        source: source.into(),
+    })?;
+    let config_path = path.with_file_name(TOKENIZER_CONFIG_FILE);
+    let config = if config_path.is_file() {
+        Some(read_text(&config_path)?)
+    } else {
+        None
+    };
+    Ok((tokenizer, config))
+}
+
 impl Vocabulary {
     /// Loads `tokenizer.json` at `path` and, if present, `tokenizer_config.json` in the same
     /// directory.
@@ -436,16 +457,7 @@ impl Vocabulary {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Vocabulary> {
         let path = path.as_ref();
         let _span = tracing::debug_span!("vocabulary_from_file", path = %path.display()).entered();
-        let tokenizer = std::fs::read(path).map_err(|source| Error::Tokenizer {
-            path: path.to_owned(),
-            source: source.into(),
-        })?;
-        let config_path = path.with_file_name(TOKENIZER_CONFIG_FILE);
-        let config = if config_path.is_file() {
-            Some(read_text(&config_path)?)
-        } else {
-            None
-        };
+        let (tokenizer, config) = read_tokenizer_files(path)?;
         Vocabulary::from_file_contents(path, &tokenizer, config.as_deref())
     }
 

@@ -149,7 +149,7 @@ mod vocabulary;
 pub use double_array::DoubleArrayTrie;
 pub use error::{Error, Result};
 pub use flat::FlatTrie;
-pub use hf::{TOKENIZER_CONFIG_FILE, TokenizerConfig, mid_text_tokenizer};
+pub use hf::{TOKENIZER_CONFIG_FILE, TokenizerConfig, mid_text_tokenizer, read_tokenizer_files};
 pub use index::{AnyIndex, NodeId, NodeTokens, TrieKind, TrieVisitor, VocabIndex};
 pub use token::TokenId;
 pub use vocabulary::Vocabulary;
