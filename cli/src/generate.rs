@@ -6,14 +6,16 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow};
 use generate::{
-    BatchModel, GenerateOptions, Generator, Message, PerSequence, Prompt, Request, SchemaInPrompt,
-    Tokenizer,
+    BatchModel, GenerateOptions, Generator, Message, Prompt, Request, SchemaInPrompt, Tokenizer,
 };
 use runtime_llama::{LlamaConfig, LlamaModel};
 use schema_compiler::{PropertyOrder, Whitespace};
 use serde_json::Value;
 
 use crate::runtime::{AnyModel, Runtime};
+
+/// A model with its tokenizer and the mask kernel of that.
+pub type WithVocabulary<M> = (M, Arc<Tokenizer>, Arc<mask_kernel::Kernel>);
 
 /// Where assets live: `$STENCIL_ASSETS`, else `./assets`.
 pub fn assets_dir() -> PathBuf {
@@ -86,18 +88,37 @@ impl ModelArgs {
 
     /// Loads the model and tokenizer into a generator.
     pub fn load(&self) -> Result<Generator<AnyModel>> {
+        let (model, tokenizer, kernel) = self.load_parts(1, true)?;
+        Ok(Generator::with_kernel(model, tokenizer, kernel)?)
+    }
+
+    /// Loads the model to evaluate up to `sequences` sequences together (llama.cpp gives each
+    /// its own KV cells in one context; MLX evaluates one sequence, batch size 1), with its
+    /// tokenizer and mask kernel, read and checked as [`ModelArgs::load`] does: a GGUF file's
+    /// vocabulary is read once, beside the weights.
+    pub fn load_batched(&self, sequences: usize) -> Result<WithVocabulary<Box<dyn BatchModel>>> {
+        let n_seq = u32::try_from(sequences.max(1))
+            .map_err(|_| anyhow!("{sequences} sequences are too many"))?;
+        let (model, tokenizer, kernel) = self.load_parts(n_seq, false)?;
+        let model: Box<dyn BatchModel> = match model {
+            AnyModel::Llama(model) => Box::new(model),
+            #[cfg(feature = "mlx")]
+            model @ AnyModel::Mlx(_) => Box::new(generate::PerSequence::new(vec![model])?),
+        };
+        Ok((model, tokenizer, kernel))
+    }
+
+    /// The model for `sequences` sequences (with `overlap`, single-sequence evaluation runs
+    /// beside the next token's mask), its tokenizer and the mask kernel of that.
+    fn load_parts(&self, sequences: u32, overlap: bool) -> Result<WithVocabulary<AnyModel>> {
         let (model, tokenizer) = match self.runtime {
             Runtime::Llama if self.tokenizer.is_none() => {
                 // The file's own tokenizer: its vocabulary is indexed beside the weights.
-                let (model, tokenizer, kernel) = self.load_llama_with_kernel()?;
-                return Ok(Generator::with_kernel(
-                    AnyModel::Llama(model),
-                    Arc::new(tokenizer),
-                    kernel,
-                )?);
+                let (model, tokenizer, kernel) = self.load_llama_with_kernel(sequences, overlap)?;
+                return Ok((AnyModel::Llama(model), Arc::new(tokenizer), kernel));
             }
             Runtime::Llama => {
-                let model = self.load_llama(1, true)?;
+                let model = self.load_llama(sequences, overlap)?;
                 let own = model.tokenizer().with_context(|| {
                     format!("reading the vocabulary of {}", model.path().display())
                 })?;
@@ -106,7 +127,7 @@ impl ModelArgs {
             Runtime::Mlx => (self.load_mlx()?, self.load_tokenizer()?),
         };
         let kernel = kernel(&tokenizer)?;
-        Ok(Generator::with_kernel(model, Arc::new(tokenizer), kernel)?)
+        Ok((model, Arc::new(tokenizer), kernel))
     }
 
     /// The model's tokenizer: for llama.cpp the GGUF file's own vocabulary (or `--tokenizer`
@@ -126,19 +147,6 @@ impl ModelArgs {
                 Ok(Tokenizer::from_file(&path)?)
             }
         }
-    }
-
-    /// Loads the model to evaluate up to `sequences` sequences together: llama.cpp gives each
-    /// its own KV cells in one context; MLX evaluates one sequence (batch size 1).
-    pub fn load_batched(&self, sequences: usize) -> Result<Box<dyn BatchModel>> {
-        Ok(match self.runtime {
-            Runtime::Llama => {
-                let n_seq = u32::try_from(sequences.max(1))
-                    .map_err(|_| anyhow!("{sequences} sequences are too many"))?;
-                Box::new(self.load_llama(n_seq, false)?)
-            }
-            Runtime::Mlx => Box::new(PerSequence::new(vec![self.load_mlx()?])?),
-        })
     }
 
     /// The GGUF file's own tokenizer, or the `--tokenizer` override once it is checked against
@@ -197,11 +205,15 @@ impl ModelArgs {
             .with_context(|| format!("loading {}", model_path.display()))
     }
 
-    /// Loads the GGUF model for one sequence, evaluating beside the next token's mask, with
-    /// its own tokenizer and the mask kernel of it, the kernel's tables kept in the download
-    /// cache (see [`LlamaModel::load_with_kernel`]).
-    fn load_llama_with_kernel(&self) -> Result<(LlamaModel, Tokenizer, Arc<mask_kernel::Kernel>)> {
-        let (model_path, config) = self.llama_config(1, true)?;
+    /// Loads the GGUF model as [`ModelArgs::load_llama`] does, with its own tokenizer and the
+    /// mask kernel of it, the kernel's tables kept in the download cache (see
+    /// [`LlamaModel::load_with_kernel`]).
+    fn load_llama_with_kernel(
+        &self,
+        sequences: u32,
+        overlap: bool,
+    ) -> Result<(LlamaModel, Tokenizer, Arc<mask_kernel::Kernel>)> {
+        let (model_path, config) = self.llama_config(sequences, overlap)?;
         let tables = generate::default_tables_dir();
         LlamaModel::load_with_kernel(&model_path, config, tables.as_deref())
             .with_context(|| format!("loading {}", model_path.display()))

@@ -1,11 +1,12 @@
 //! `stencil serve`: the OpenAI-compatible server on the default (or a given) model.
 
 use std::io::IsTerminal;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use anyhow::Result;
-use generate::{Generator, Lane};
+use anyhow::{Result, anyhow};
+use generate::{Generator, Lane, Tokenizer};
+use mask_kernel::Kernel;
 use server::ServerConfig;
 use tracing_subscriber::EnvFilter;
 
@@ -137,13 +138,23 @@ pub fn run(args: Args) -> Result<()> {
         );
     }
     tracing::info!(model = %model_path.display(), "loading the model");
-    let tokenizer = Arc::new(args.model.load_tokenizer()?);
-    let kernel = crate::generate::kernel(&tokenizer)?;
+    // The tokenizer and kernel come with the model (a GGUF file's vocabulary is read once,
+    // beside the weights); the slots are made once it is loaded. A reload after a restart
+    // reads the same files, and the first ones stay.
+    let vocabulary: Arc<OnceLock<(Arc<Tokenizer>, Arc<Kernel>)>> = Arc::default();
+    let loaded = vocabulary.clone();
     let (model, json_args, reasoning_end) = (args.model, args.json_args, args.reasoning_end);
     server::serve(
         config,
-        move |sequences| model.load_batched(sequences),
+        move |sequences| -> Result<_> {
+            let (model, tokenizer, kernel) = model.load_batched(sequences)?;
+            let _ = loaded.set((tokenizer, kernel));
+            Ok(model)
+        },
         move |lane: Lane| -> Result<_> {
+            let (tokenizer, kernel) = vocabulary
+                .get()
+                .ok_or_else(|| anyhow!("a slot was made before the model was loaded"))?;
             let mut generator = Generator::with_kernel(lane, tokenizer.clone(), kernel.clone())?;
             json_args.apply(&mut generator);
             generator.set_reasoning_end(reasoning_end.clone());

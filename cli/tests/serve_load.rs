@@ -374,3 +374,43 @@ fn clients_that_leave_mid_stream_free_their_slots() {
         .expect("a content");
     check(schema, content).expect("the answer follows the schema");
 }
+
+/// The server reads its tokenizer with the model: a `--tokenizer` of another model is refused
+/// before it listens, and the model's own `tokenizer.json` serves, on another model than the
+/// default (Gemma 3, whose vocabulary is five times SmolLM2's) with several slots.
+#[test]
+fn a_served_models_tokenizer_is_checked_against_it() {
+    let assets = serve::assets();
+    let gemma = assets.join("models/gemma-3-270m-q4_k_m.gguf");
+    let args = |tokenizer: &str| -> Vec<String> {
+        let tokenizer = assets.join(format!("tokenizers/{tokenizer}/tokenizer.json"));
+        vec![
+            "--model".into(),
+            gemma.display().to_string(),
+            "--tokenizer".into(),
+            tokenizer.display().to_string(),
+            "--parallel".into(),
+            "2".into(),
+        ]
+    };
+    let exe = Path::new(env!("CARGO_BIN_EXE_stencil"));
+    let refused = Server::start(exe, &assets, &args("llama3"))
+        .err()
+        .expect("a server with another model's tokenizer does not listen");
+    let message = format!("{refused:#}");
+    assert!(
+        message.contains("does not belong to the model"),
+        "{message}"
+    );
+
+    let server = Server::start(exe, &assets, &args("gemma3")).expect("stencil serve starts");
+    let schema = json!({"type": "object", "properties": {"name": short_text()},
+        "required": ["name"], "additionalProperties": false});
+    let body = json!({"messages": user("Name a city.".into()), "max_tokens": MAX_TOKENS,
+        "response_format": response_format(&schema)});
+    let reply = ok_json(server.chat(&body).expect("the request is sent")).expect("an answer");
+    let text = reply["choices"][0]["message"]["content"]
+        .as_str()
+        .expect("a content string");
+    check(&schema, text).expect("the answer follows the schema");
+}
