@@ -511,3 +511,71 @@ fn tokens_with_escapes_close_strings_as_the_brute_force_does() {
         "the prefixes fit the schemas ({checked} checked)"
     );
 }
+
+/// The items of an array share their masks where their count cannot change what follows, and
+/// only there: documents of every length up to the bounds, walked one after another through
+/// one cache, get at every step the mask computed without a cache. Bounds, a prefix and
+/// `contains` counts each make the count matter up to a point; past it (and in an array
+/// without them, from the first item on) the items find the masks of earlier ones.
+#[test]
+fn array_items_share_masks_only_where_their_count_cannot_matter() {
+    let t = tok("llama3");
+    let int = json!({"type": "integer"});
+    let schemas = [
+        json!({"type": "array", "items": int}),
+        json!({"type": "array", "items": int, "maxItems": 4}),
+        json!({"type": "array", "items": int, "minItems": 3}),
+        json!({"type": "array", "prefixItems": [{"const": 1}, {"type": "string"}], "items": int}),
+        json!({"type": "array", "prefixItems": [int, int], "items": false}),
+        json!({"type": "array", "items": int, "contains": {"const": 5}, "minContains": 2,
+            "maxContains": 3}),
+        json!({"type": "object", "properties": {"a": {"type": "array", "items": int,
+            "maxItems": 3}}, "required": ["a"], "additionalProperties": false}),
+    ];
+    let items = |n: usize, item: &dyn Fn(usize) -> String| -> String {
+        (0..n).map(item).collect::<Vec<_>>().join(",")
+    };
+    for schema in &schemas {
+        let g = compact(schema);
+        let mut texts = Vec::new();
+        for n in 0..7 {
+            texts.push(format!("[{}]", items(n, &|i| (i % 3 + 1).to_string())));
+            texts.push(format!("[{}]", items(n, &|_| "5".into())));
+            texts.push(format!(
+                "[{}]",
+                items(n, &|i| if i % 2 == 0 { "5" } else { "1" }.into())
+            ));
+            texts.push(format!("[1,\"x\"{}]", items(n, &|i| format!(",{}", i + 2))));
+            texts.push(format!(
+                "{{\"a\":[{}]}}",
+                items(n, &|i| (i + 7).to_string())
+            ));
+        }
+        let mut shared = MaskCache::default();
+        let mut walked = 0;
+        for text in &texts {
+            // The documents of this schema (those of the others are refused).
+            let mut m = Matcher::new(g.clone());
+            if m.push_bytes(text.as_bytes()).is_err() || !m.is_accepting() {
+                continue;
+            }
+            walked += 1;
+            let want = record(&t, &g, text, &mut MaskCache::new(0));
+            let got = record(&t, &g, text, &mut shared);
+            for (i, (got, want)) in got.masks.iter().zip(&want.masks).enumerate() {
+                same(&t, got, want, &|| format!("{schema} on {text}, mask {i}"));
+            }
+        }
+        assert!(walked >= 4, "{schema}: {walked} documents");
+        if schema == &schemas[0] {
+            // Every item after the first is met again: its masks come from the cache.
+            let mut own = MaskCache::default();
+            record(&t, &g, "[1,2,3,4,5,6]", &mut own);
+            let stats = own.stats();
+            assert!(
+                stats.hits >= 8,
+                "items of an array without bounds share masks: {stats:?}"
+            );
+        }
+    }
+}

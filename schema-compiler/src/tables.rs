@@ -241,6 +241,9 @@ pub struct ArrSpec {
     /// Node for items past the prefix (`None`: anything).
     pub items: Option<NodeId>,
     pub min_items: u64,
+    /// `maxItems`, lowered to the first item position no value can be written at (a `false`
+    /// in `prefixItems`, `items: false` after them, the end of a `const` array): the matcher
+    /// refuses the `,` that would announce such an item.
     pub max_items: Option<u64>,
     pub contains: Option<NodeId>,
     pub min_contains: u64,
@@ -248,6 +251,27 @@ pub struct ArrSpec {
     /// `contains` accepts every value: each item counts as soon as it starts.
     pub contains_all: bool,
     pub unique: bool,
+}
+
+impl ArrSpec {
+    /// The item count from which every further item of the array is read alike: past the
+    /// prefix, `minItems` and `maxItems` (one more item than `maxItems` fails it, as any
+    /// number more does). The matcher's state keys count items only up to it.
+    pub(crate) fn count_cap(&self) -> u32 {
+        let cap = (self.prefix.len() as u64)
+            .max(self.min_items)
+            .max(self.max_items.map_or(0, |m| m.saturating_add(1)));
+        u32::try_from(cap).unwrap_or(u32::MAX)
+    }
+
+    /// As [`ArrSpec::count_cap`], for the items that matched `contains`: `minContains` and one
+    /// more than `maxContains`.
+    pub(crate) fn contains_cap(&self) -> u32 {
+        let cap = self
+            .min_contains
+            .max(self.max_contains.map_or(0, |m| m.saturating_add(1)));
+        u32::try_from(cap).unwrap_or(u32::MAX)
+    }
 }
 
 /// Per value node: template ids for each kind.
@@ -258,4 +282,13 @@ pub struct ValueTemplate {
     /// Program for arrays and objects (`None`: the kind is not allowed).
     pub array: Option<u32>,
     pub object: Option<u32>,
+}
+
+impl ValueTemplate {
+    /// No value of any kind can be written under it.
+    pub(crate) fn takes_no_value(&self) -> bool {
+        self.lexers.iter().all(|&l| l == EMPTY_LEXER)
+            && self.array.is_none()
+            && self.object.is_none()
+    }
 }

@@ -431,6 +431,24 @@ impl Builder<'_> {
                 needed.then(|| d.min_chars_to_final().into_boxed_slice())
             })
             .collect();
+        // An item position no value can be written at ends the array before it.
+        let takes_no_value =
+            |n: NodeId| templates[n.0 as usize].is_some_and(|t: ValueTemplate| t.takes_no_value());
+        for spec in &mut self.arr_specs {
+            let closed_at = spec
+                .prefix
+                .iter()
+                .position(|&n| takes_no_value(n))
+                .or_else(|| {
+                    spec.items
+                        .filter(|&n| takes_no_value(n))
+                        .map(|_| spec.prefix.len())
+                });
+            if let Some(at) = closed_at {
+                let at = at as u64;
+                spec.max_items = Some(spec.max_items.map_or(at, |m| m.min(at)));
+            }
+        }
         let needs_hash = self.arr_specs.iter().any(|a| a.unique);
         let canonical_live = self.canonical_live(&templates, number_syntax, canonical_syntax);
         Ok(Grammar {

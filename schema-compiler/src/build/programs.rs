@@ -629,8 +629,7 @@ impl Builder<'_> {
                 },
             );
         }
-        let t = self.templates[&root];
-        if t.lexers.iter().all(|&l| l == EMPTY_LEXER) && t.array.is_none() && t.object.is_none() {
+        if self.templates[&root].takes_no_value() {
             return Err(CompileError::Unsatisfiable {
                 pointer: self.loc(root),
                 reason: self.unsatisfiable_reason(root),

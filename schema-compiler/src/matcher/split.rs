@@ -341,6 +341,18 @@ impl Matcher {
         }
         key.push(f.leaf_end - f.leaf_start);
         for leaf in &st.leaves[f.leaf_start as usize..f.leaf_end as usize] {
+            // An array's counts matter up to their caps only, so that the items after them
+            // share their masks (an array without bounds or a prefix: every item).
+            let (count, contains) = match leaf.spec {
+                LeafSpec::Array(s) => {
+                    let spec = &self.g.arr_specs[s as usize];
+                    (
+                        leaf.count.min(spec.count_cap()),
+                        leaf.contains.min(spec.contains_cap()),
+                    )
+                }
+                _ => (leaf.count, leaf.contains),
+            };
             let spec = match leaf.spec {
                 LeafSpec::Object(s) => s << 2,
                 LeafSpec::Array(s) => s << 2 | 1,
@@ -350,8 +362,8 @@ impl Matcher {
                 spec,
                 leaf.alive as u32 | (leaf.positive as u32) << 1,
                 leaf.next,
-                leaf.count,
-                leaf.contains,
+                count,
+                contains,
                 leaf.seen as u32,
                 (leaf.seen >> 32) as u32,
                 leaf.key_state,
@@ -390,7 +402,9 @@ impl Matcher {
     }
 
     /// Writes a key identifying the current state: equal keys allow exactly the same
-    /// continuations.
+    /// continuations. An array's item counts are written only up to the point from which
+    /// more items change nothing (past its prefix and its bounds), so the items of an array
+    /// share their keys from there on.
     pub fn state_key(&self, key: &mut Vec<u32>) {
         let st = &self.state;
         for t in 0..st.frames.len() {

@@ -607,3 +607,54 @@ fn a_key_keeps_its_frame_number_and_no_other_key_has_it() {
         "the first key after a reset"
     );
 }
+
+/// An item position no value can be written at (after a tuple's `prefixItems` with `items:
+/// false`, a `false` in the prefix, past the items of a `const` array, or under keywords no
+/// value meets) ends the array: the `,` that would announce the item is refused, as past
+/// `maxItems`, instead of leading to a value that nothing can start.
+#[test]
+fn an_array_ends_before_an_item_position_that_takes_no_value() {
+    let int = json!({"type": "integer"});
+    let cases = [
+        (
+            json!({"type": "array", "prefixItems": [int, int], "items": false}),
+            "[1,2",
+            2,
+        ),
+        (
+            json!({"type": "array", "prefixItems": [int, false]}),
+            "[1",
+            1,
+        ),
+        (json!({"const": [1, 2]}), "[1,2", 2),
+        (
+            json!({"type": "array", "prefixItems": [int], "items": false, "maxItems": 5}),
+            "[1",
+            1,
+        ),
+        // No string is at least 3 and at most 1 character long.
+        (
+            json!({"type": "array", "prefixItems": [int],
+                "items": {"type": "string", "minLength": 3, "maxLength": 1}}),
+            "[1",
+            1,
+        ),
+    ];
+    for (schema, full, items) in cases {
+        let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        let mut m = Matcher::new(g.clone());
+        m.push_bytes(full.as_bytes()).unwrap();
+        assert!(
+            !m.try_push_byte(b','),
+            "{schema}: a `,` after {items} items"
+        );
+        assert!(m.try_push_byte(b']'), "{schema}: the array ends");
+        assert!(m.is_accepting(), "{schema}");
+    }
+    // An array that may go on still takes the `,`.
+    let open = json!({"type": "array", "prefixItems": [int, int]});
+    let g = Arc::new(Grammar::compile(&open, &Options::generation()).unwrap());
+    let mut m = Matcher::new(g);
+    m.push_bytes(b"[1,2").unwrap();
+    assert!(m.try_push_byte(b','));
+}
