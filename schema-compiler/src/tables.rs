@@ -166,12 +166,15 @@ pub struct ObjSpec {
     /// How many literals come from `properties` (the listed ones of
     /// [`crate::PropertyOrder::Schema`]).
     pub listed: u32,
-    /// Member node per literal; `None`: the key is not allowed.
+    /// Member node per literal; `None`: the key is not allowed (its schema, or the
+    /// conjunction of the schemas that apply to it, takes no value).
     pub lit_member: Vec<Option<NodeId>>,
     /// Member node per key-DFA match set id for non-literal keys; `None`: not allowed.
     pub set_member: Vec<Option<NodeId>>,
     /// Literal ids that must be present.
     pub required: Vec<u32>,
+    /// Some required literal is not allowed: no object meets the spec.
+    pub(crate) required_unwritable: bool,
     pub min_props: u64,
     pub max_props: Option<u64>,
     /// (literal, literals that must then be present).

@@ -449,6 +449,25 @@ impl Builder<'_> {
                 spec.max_items = Some(spec.max_items.map_or(at, |m| m.min(at)));
             }
         }
+        // A member no value can be written under makes its key unwritable.
+        for spec in &mut self.obj_specs {
+            let mut changed = false;
+            for member in spec.lit_member.iter_mut().chain(&mut spec.set_member) {
+                if member.is_some_and(takes_no_value) {
+                    *member = None;
+                    changed = true;
+                }
+            }
+            if changed {
+                let dfa = &self.dfas[spec.key_dfa as usize];
+                (spec.reach, spec.reach_words) =
+                    programs::key_reach(dfa, &spec.lit_member, &spec.set_member);
+            }
+            spec.required_unwritable = spec
+                .required
+                .iter()
+                .any(|&r| spec.lit_member[r as usize].is_none());
+        }
         let needs_hash = self.arr_specs.iter().any(|a| a.unique);
         let canonical_live = self.canonical_live(&templates, number_syntax, canonical_syntax);
         Ok(Grammar {

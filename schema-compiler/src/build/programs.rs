@@ -387,61 +387,7 @@ impl Builder<'_> {
             };
             set_member.push(member);
         }
-        // Reachable outcomes per state.
-        let words = (nlit + 1).div_ceil(64);
-        let n = key_dfa.num_states();
-        let mut reach = vec![0u64; n * words];
-        let states: Vec<u32> = key_dfa.states().collect();
-        for &st in &states[1..] {
-            if let Some(set_id) = key_dfa.final_set_id(st) {
-                let set = &key_dfa.match_sets()[set_id as usize];
-                let i = key_dfa.index(st);
-                match set.first().copied().filter(|&x| (x as usize) < nlit) {
-                    Some(lit) => {
-                        if lit_member[lit as usize].is_some() {
-                            reach[i * words + lit as usize / 64] |= 1 << (lit % 64);
-                        }
-                    }
-                    None => {
-                        if set_member[set_id as usize].is_some() {
-                            reach[i * words + nlit / 64] |= 1 << (nlit % 64);
-                        }
-                    }
-                }
-            }
-        }
-        // Each state's distinct successors (most byte classes of a state lead to the same few
-        // states), then the least fixpoint of "a state reaches what its successors reach".
-        let reps = key_dfa.class_reps();
-        let mut succ: Vec<(usize, Vec<usize>)> = Vec::with_capacity(states.len());
-        for &st in states[1..].iter().rev() {
-            let mut next: Vec<usize> = reps
-                .iter()
-                .map(|&b| key_dfa.next(st, b))
-                .filter(|&t| t != DEAD)
-                .map(|t| key_dfa.index(t))
-                .collect();
-            next.sort_unstable();
-            next.dedup();
-            succ.push((key_dfa.index(st), next));
-        }
-        loop {
-            let mut changed = false;
-            for (i, next) in &succ {
-                for &j in next {
-                    for w in 0..words {
-                        let add = reach[j * words + w] & !reach[i * words + w];
-                        if add != 0 {
-                            reach[i * words + w] |= add;
-                            changed = true;
-                        }
-                    }
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        let (reach, words) = key_reach(&key_dfa, &lit_member, &set_member);
         let lit_id = |name: &str| lit_index[name];
         let required = s.required.iter().map(|r| lit_id(r)).collect();
         let dependent_required = s
@@ -465,6 +411,7 @@ impl Builder<'_> {
             lit_member,
             set_member,
             required,
+            required_unwritable: false,
             min_props: s.min_properties,
             max_props: s.max_properties,
             dependent_required,
@@ -691,4 +638,70 @@ impl Builder<'_> {
         }
         format!("no JSON value is valid under it: {}", why.join("; "))
     }
+}
+
+/// Per state of an object's key DFA, the outcomes still reachable from it: a bit per literal
+/// whose member takes a value (`lit_member`), and one for the non-literal keys of a match set
+/// whose member does (`set_member`); with the words each state takes.
+pub(super) fn key_reach(
+    key_dfa: &Dfa,
+    lit_member: &[Option<NodeId>],
+    set_member: &[Option<NodeId>],
+) -> (Vec<u64>, usize) {
+    let nlit = lit_member.len();
+    let words = (nlit + 1).div_ceil(64);
+    let n = key_dfa.num_states();
+    let mut reach = vec![0u64; n * words];
+    let states: Vec<u32> = key_dfa.states().collect();
+    for &st in &states[1..] {
+        if let Some(set_id) = key_dfa.final_set_id(st) {
+            let set = &key_dfa.match_sets()[set_id as usize];
+            let i = key_dfa.index(st);
+            match set.first().copied().filter(|&x| (x as usize) < nlit) {
+                Some(lit) => {
+                    if lit_member[lit as usize].is_some() {
+                        reach[i * words + lit as usize / 64] |= 1 << (lit % 64);
+                    }
+                }
+                None => {
+                    if set_member[set_id as usize].is_some() {
+                        reach[i * words + nlit / 64] |= 1 << (nlit % 64);
+                    }
+                }
+            }
+        }
+    }
+    // Each state's distinct successors (most byte classes of a state lead to the same few
+    // states), then the least fixpoint of "a state reaches what its successors reach".
+    let reps = key_dfa.class_reps();
+    let mut succ: Vec<(usize, Vec<usize>)> = Vec::with_capacity(states.len());
+    for &st in states[1..].iter().rev() {
+        let mut next: Vec<usize> = reps
+            .iter()
+            .map(|&b| key_dfa.next(st, b))
+            .filter(|&t| t != DEAD)
+            .map(|t| key_dfa.index(t))
+            .collect();
+        next.sort_unstable();
+        next.dedup();
+        succ.push((key_dfa.index(st), next));
+    }
+    loop {
+        let mut changed = false;
+        for (i, next) in &succ {
+            for &j in next {
+                for w in 0..words {
+                    let add = reach[j * words + w] & !reach[i * words + w];
+                    if add != 0 {
+                        reach[i * words + w] |= add;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    (reach, words)
 }

@@ -658,3 +658,35 @@ fn an_array_ends_before_an_item_position_that_takes_no_value() {
     m.push_bytes(b"[1,2").unwrap();
     assert!(m.try_push_byte(b','));
 }
+
+/// A property whose schema no value meets (`not: {}`, the usual way to forbid one, or
+/// keywords that contradict each other) cannot be written: its key is refused at its closing
+/// quote, as a `false` one is, instead of leading to a value that nothing can start. Where
+/// such a property is required, no object is valid and none is started.
+#[test]
+fn an_object_key_whose_value_nothing_meets_is_refused() {
+    let short = json!({"type": "string", "minLength": 3, "maxLength": 1});
+    let refused = |schema: &serde_json::Value, text: &str| {
+        let g = Arc::new(Grammar::compile(schema, &Options::generation()).unwrap());
+        Matcher::new(g).push_bytes(text.as_bytes()).err()
+    };
+    for member in [json!({"not": {}}), short.clone()] {
+        let schema = json!({"type": "object", "properties": {"a": member}});
+        assert_eq!(refused(&schema, r#"{"a""#), Some(3), "{schema}");
+        assert_eq!(
+            refused(&schema, r#"{"ab":1}"#),
+            None,
+            "{schema}: other keys"
+        );
+        assert_eq!(refused(&schema, "{}"), None, "{schema}");
+    }
+    let additional = json!({"type": "object", "additionalProperties": short});
+    assert_eq!(
+        refused(&additional, r#"{""#),
+        Some(1),
+        "no key can be written"
+    );
+    assert_eq!(refused(&additional, "{}"), None);
+    let required = json!({"type": "object", "properties": {"a": {"not": {}}}, "required": ["a"]});
+    assert_eq!(refused(&required, "{"), Some(0), "no object is valid");
+}

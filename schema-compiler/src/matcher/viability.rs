@@ -166,7 +166,7 @@ impl State {
             _ if !leaf.alive || dead.contains(li) => (false, true),
             LeafSpec::Object(s) => {
                 let spec = &g.obj_specs[s as usize];
-                if spec.max_props.is_some_and(|m| m < spec.min_props) {
+                if spec.required_unwritable || spec.max_props.is_some_and(|m| m < spec.min_props) {
                     return (false, true);
                 }
                 let mut count = leaf.count as u64;
