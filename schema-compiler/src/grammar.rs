@@ -125,7 +125,17 @@ impl Compiler {
         let root = low.lower_root()?;
         let mut b = Builder::new(&self.options, low, started)?;
         b.build_templates(root)?;
-        b.into_grammar(root)
+        let grammar = Arc::new(b.into_grammar(root)?);
+        // Parts no value meets can rule out every document where the root's own keywords do
+        // not (an object that requires such a property): then no document can begin.
+        if !crate::Matcher::new(grammar.clone()).takes_a_value_byte() {
+            return Err(CompileError::Unsatisfiable {
+                pointer: "#".into(),
+                reason: "every value it allows needs a property or item that no value can fill"
+                    .into(),
+            });
+        }
+        Ok(Arc::into_inner(grammar).expect("a matcher keeps no reference to its grammar"))
     }
 }
 

@@ -139,6 +139,18 @@ impl Matcher {
         }
     }
 
+    /// Whether a byte that starts a JSON value is taken here: at the start, whether any
+    /// document can begin.
+    pub(crate) fn takes_a_value_byte(&mut self) -> bool {
+        b"{[\"-0123456789tfn".iter().any(|&b| {
+            let taken = self.try_push_byte(b);
+            if taken {
+                self.pop_bytes(1);
+            }
+            taken
+        })
+    }
+
     /// Feeds bytes until one is rejected; `Err(i)` is the index of the rejected byte (the bytes
     /// before it stay accepted).
     pub fn push_bytes(&mut self, bytes: &[u8]) -> Result<(), usize> {

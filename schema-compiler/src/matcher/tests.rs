@@ -661,8 +661,7 @@ fn an_array_ends_before_an_item_position_that_takes_no_value() {
 
 /// A property whose schema no value meets (`not: {}`, the usual way to forbid one, or
 /// keywords that contradict each other) cannot be written: its key is refused at its closing
-/// quote, as a `false` one is, instead of leading to a value that nothing can start. Where
-/// such a property is required, no object is valid and none is started.
+/// quote, as a `false` one is, instead of leading to a value that nothing can start.
 #[test]
 fn an_object_key_whose_value_nothing_meets_is_refused() {
     let short = json!({"type": "string", "minLength": 3, "maxLength": 1});
@@ -687,6 +686,12 @@ fn an_object_key_whose_value_nothing_meets_is_refused() {
         "no key can be written"
     );
     assert_eq!(refused(&additional, "{}"), None);
+    // Where such a property is required no object is valid: the schema is refused, and an
+    // object under it is refused from its first byte.
     let required = json!({"type": "object", "properties": {"a": {"not": {}}}, "required": ["a"]});
-    assert_eq!(refused(&required, "{"), Some(0), "no object is valid");
+    let err = Grammar::compile(&required, &Options::generation()).unwrap_err();
+    assert!(err.is_unsatisfiable(), "{err}");
+    let nested = json!({"type": "object", "properties": {"x": required}});
+    assert_eq!(refused(&nested, r#"{"x":{"#), Some(5));
+    assert_eq!(refused(&nested, "{}"), None);
 }
