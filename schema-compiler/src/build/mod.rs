@@ -29,7 +29,9 @@ use crate::grammar::{Grammar, NUMBER_BYTES};
 use crate::ir::{Bound, Lowering, Node, NodeId, TypeSet};
 use crate::options::Options;
 use crate::report::CompileReport;
-use crate::tables::{ArrSpec, DfaId, Kind, Lexer, NumExpr, ObjSpec, Program, ValueTemplate};
+use crate::tables::{
+    ArrSpec, DfaId, Kind, LeafSpec, Lexer, NumExpr, ObjSpec, Op, Program, ValueTemplate,
+};
 use crate::text::ecma;
 use crate::text::formats::DirectDfa;
 use crate::text::numeric::{self, NumberSpec};
@@ -407,6 +409,128 @@ impl<'o> Builder<'o> {
 }
 
 impl Builder<'_> {
+    /// Rules out, to a fixpoint, what no value can fill: a program whose formula is false
+    /// whatever the value (see [`Builder::program_impossible`]) leaves its template; an item
+    /// position under a template that takes no value ends the array before it (lowering
+    /// `maxItems`); a key whose member takes no value is not allowed, and an object that
+    /// requires one is impossible. Each of these can make more templates take no value.
+    fn prune_unfillable(&mut self, templates: &mut [Option<ValueTemplate>]) {
+        loop {
+            let mut changed = false;
+            for t in templates.iter_mut().flatten() {
+                for program in [&mut t.array, &mut t.object] {
+                    if program.is_some_and(|p| self.program_impossible(p)) {
+                        *program = None;
+                        changed = true;
+                    }
+                }
+            }
+            let takes_no_value = |n: NodeId| {
+                templates[n.0 as usize].is_some_and(|t: ValueTemplate| t.takes_no_value())
+            };
+            for spec in &mut self.arr_specs {
+                let closed_at = spec
+                    .prefix
+                    .iter()
+                    .position(|&n| takes_no_value(n))
+                    .or_else(|| {
+                        spec.items
+                            .filter(|&n| takes_no_value(n))
+                            .map(|_| spec.prefix.len())
+                    });
+                if let Some(at) = closed_at.map(|at| at as u64)
+                    && spec.max_items.is_none_or(|m| at < m)
+                {
+                    spec.max_items = Some(at);
+                    changed = true;
+                }
+            }
+            for spec in &mut self.obj_specs {
+                let mut members_changed = false;
+                for member in spec.lit_member.iter_mut().chain(&mut spec.set_member) {
+                    if member.is_some_and(takes_no_value) {
+                        *member = None;
+                        members_changed = true;
+                    }
+                }
+                if members_changed {
+                    let dfa = &self.dfas[spec.key_dfa as usize];
+                    (spec.reach, spec.reach_words) =
+                        programs::key_reach(dfa, &spec.lit_member, &spec.set_member);
+                    changed = true;
+                }
+                spec.required_unwritable = spec
+                    .required
+                    .iter()
+                    .any(|&r| spec.lit_member[r as usize].is_none());
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// Whether program `p`'s formula is false for every value: evaluated with the leaves whose
+    /// specs no value meets as false and the others unknown (in Kleene's three-valued logic,
+    /// so a formula decided here is decided for every value).
+    fn program_impossible(&self, p: u32) -> bool {
+        #[derive(Clone, Copy, PartialEq)]
+        enum V {
+            False,
+            Unknown,
+            True,
+        }
+        let prog = &self.programs[p as usize];
+        let mut stack: Vec<V> = Vec::new();
+        for op in &prog.ops {
+            let value = match *op {
+                Op::True => V::True,
+                Op::False => V::False,
+                Op::Leaf(i) => {
+                    let impossible = match prog.leaves[i as usize] {
+                        LeafSpec::Object(s) => {
+                            let spec = &self.obj_specs[s as usize];
+                            spec.required_unwritable
+                                || spec.max_props.is_some_and(|m| m < spec.min_props)
+                        }
+                        LeafSpec::Array(s) => {
+                            let spec = &self.arr_specs[s as usize];
+                            spec.max_items.is_some_and(|m| m < spec.min_items)
+                                || spec.max_contains.is_some_and(|m| m < spec.min_contains)
+                        }
+                        LeafSpec::KeySeen { .. } => false,
+                    };
+                    if impossible { V::False } else { V::Unknown }
+                }
+                Op::Not => match stack.pop() {
+                    Some(V::True) => V::False,
+                    Some(V::False) => V::True,
+                    Some(V::Unknown) => V::Unknown,
+                    None => return false,
+                },
+                Op::And(n) | Op::Or(n) | Op::OneOf(n) => {
+                    let Some(at) = stack.len().checked_sub(n as usize) else {
+                        return false;
+                    };
+                    let xs = stack.split_off(at);
+                    let count = |v: V| xs.iter().filter(|&&x| x == v).count();
+                    let (t, u) = (count(V::True), count(V::Unknown));
+                    match *op {
+                        Op::And(_) if count(V::False) > 0 => V::False,
+                        Op::And(_) if u == 0 => V::True,
+                        Op::Or(_) if t > 0 => V::True,
+                        Op::Or(_) if u == 0 => V::False,
+                        Op::OneOf(_) if t >= 2 || t + u == 0 => V::False,
+                        Op::OneOf(_) if t == 1 && u == 0 => V::True,
+                        _ => V::Unknown,
+                    }
+                }
+            };
+            stack.push(value);
+        }
+        stack.pop() == Some(V::False)
+    }
+
     /// The grammar of the templates built (see [`Builder::build_templates`]), with `root` the
     /// schema of the document.
     pub fn into_grammar(mut self, root: NodeId) -> Result<Grammar, CompileError> {
@@ -431,43 +555,7 @@ impl Builder<'_> {
                 needed.then(|| d.min_chars_to_final().into_boxed_slice())
             })
             .collect();
-        // An item position no value can be written at ends the array before it.
-        let takes_no_value =
-            |n: NodeId| templates[n.0 as usize].is_some_and(|t: ValueTemplate| t.takes_no_value());
-        for spec in &mut self.arr_specs {
-            let closed_at = spec
-                .prefix
-                .iter()
-                .position(|&n| takes_no_value(n))
-                .or_else(|| {
-                    spec.items
-                        .filter(|&n| takes_no_value(n))
-                        .map(|_| spec.prefix.len())
-                });
-            if let Some(at) = closed_at {
-                let at = at as u64;
-                spec.max_items = Some(spec.max_items.map_or(at, |m| m.min(at)));
-            }
-        }
-        // A member no value can be written under makes its key unwritable.
-        for spec in &mut self.obj_specs {
-            let mut changed = false;
-            for member in spec.lit_member.iter_mut().chain(&mut spec.set_member) {
-                if member.is_some_and(takes_no_value) {
-                    *member = None;
-                    changed = true;
-                }
-            }
-            if changed {
-                let dfa = &self.dfas[spec.key_dfa as usize];
-                (spec.reach, spec.reach_words) =
-                    programs::key_reach(dfa, &spec.lit_member, &spec.set_member);
-            }
-            spec.required_unwritable = spec
-                .required
-                .iter()
-                .any(|&r| spec.lit_member[r as usize].is_none());
-        }
+        self.prune_unfillable(&mut templates);
         let needs_hash = self.arr_specs.iter().any(|a| a.unique);
         let canonical_live = self.canonical_live(&templates, number_syntax, canonical_syntax);
         Ok(Grammar {

@@ -686,12 +686,23 @@ fn an_object_key_whose_value_nothing_meets_is_refused() {
         "no key can be written"
     );
     assert_eq!(refused(&additional, "{}"), None);
-    // Where such a property is required no object is valid: the schema is refused, and an
-    // object under it is refused from its first byte.
+    // Where such a property is required no object is valid: the schema is refused, and a
+    // property under such an object is refused as the first one was.
     let required = json!({"type": "object", "properties": {"a": {"not": {}}}, "required": ["a"]});
     let err = Grammar::compile(&required, &Options::generation()).unwrap_err();
     assert!(err.is_unsatisfiable(), "{err}");
     let nested = json!({"type": "object", "properties": {"x": required}});
-    assert_eq!(refused(&nested, r#"{"x":{"#), Some(5));
+    assert_eq!(
+        refused(&nested, r#"{"x""#),
+        Some(3),
+        "so is a key that needs one"
+    );
     assert_eq!(refused(&nested, "{}"), None);
+    // The same holds through arrays and combinators: an item that needs such an object ends
+    // the array, and a branch that needs one leaves the others.
+    let items = json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": required});
+    assert_eq!(refused(&items, "[1,"), Some(2));
+    let branches = json!({"anyOf": [required, {"type": "integer"}]});
+    assert_eq!(refused(&branches, "{"), Some(0));
+    assert_eq!(refused(&branches, "12"), None);
 }
