@@ -173,7 +173,8 @@ pub struct ObjSpec {
     pub set_member: Vec<Option<NodeId>>,
     /// Literal ids that must be present.
     pub required: Vec<u32>,
-    /// Some required literal is not allowed: no object meets the spec.
+    /// Some required literal is not allowed (derived from `required` and `lit_member`, kept
+    /// up to date with them).
     pub(crate) required_unwritable: bool,
     pub min_props: u64,
     pub max_props: Option<u64>,
@@ -193,6 +194,18 @@ pub struct ObjSpec {
 }
 
 impl ObjSpec {
+    /// No object meets the spec, whatever its members.
+    pub(crate) fn meets_no_value(&self) -> bool {
+        self.required_unwritable || self.max_props.is_some_and(|m| m < self.min_props)
+    }
+
+    /// Whether some required literal is not allowed (what `required_unwritable` holds).
+    pub(crate) fn some_required_unwritable(&self) -> bool {
+        self.required
+            .iter()
+            .any(|&r| self.lit_member[r as usize].is_none())
+    }
+
     /// Literal id of a match set, if it names a literal.
     pub fn literal_of(&self, set: &[u32]) -> Option<u32> {
         set.first()
@@ -257,6 +270,14 @@ pub struct ArrSpec {
 }
 
 impl ArrSpec {
+    /// No array meets the spec, whatever its items: its bounds on items or on the items
+    /// `contains` matches leave no count.
+    pub(crate) fn meets_no_value(&self) -> bool {
+        self.max_items
+            .is_some_and(|m| m < self.min_items || m < self.min_contains)
+            || self.max_contains.is_some_and(|m| m < self.min_contains)
+    }
+
     /// The item count from which every further item of the array is read alike: past the
     /// prefix, `minItems` and `maxItems` (one more item than `maxItems` fails it, as any
     /// number more does). The matcher's state keys count items only up to it.

@@ -457,12 +457,9 @@ impl Builder<'_> {
                     let dfa = &self.dfas[spec.key_dfa as usize];
                     (spec.reach, spec.reach_words) =
                         programs::key_reach(dfa, &spec.lit_member, &spec.set_member);
+                    spec.required_unwritable = spec.some_required_unwritable();
                     changed = true;
                 }
-                spec.required_unwritable = spec
-                    .required
-                    .iter()
-                    .any(|&r| spec.lit_member[r as usize].is_none());
             }
             if !changed {
                 break;
@@ -488,16 +485,8 @@ impl Builder<'_> {
                 Op::False => V::False,
                 Op::Leaf(i) => {
                     let impossible = match prog.leaves[i as usize] {
-                        LeafSpec::Object(s) => {
-                            let spec = &self.obj_specs[s as usize];
-                            spec.required_unwritable
-                                || spec.max_props.is_some_and(|m| m < spec.min_props)
-                        }
-                        LeafSpec::Array(s) => {
-                            let spec = &self.arr_specs[s as usize];
-                            spec.max_items.is_some_and(|m| m < spec.min_items)
-                                || spec.max_contains.is_some_and(|m| m < spec.min_contains)
-                        }
+                        LeafSpec::Object(s) => self.obj_specs[s as usize].meets_no_value(),
+                        LeafSpec::Array(s) => self.arr_specs[s as usize].meets_no_value(),
                         LeafSpec::KeySeen { .. } => false,
                     };
                     if impossible { V::False } else { V::Unknown }

@@ -399,7 +399,7 @@ impl Builder<'_> {
         for m in lit_member.iter().chain(set_member.iter()).flatten() {
             self.pending.push(*m);
         }
-        let spec = ObjSpec {
+        let mut spec = ObjSpec {
             key_dfa: key_id,
             // Nothing listed: every member comes "after the listed ones", in any order.
             listed: if s.any_order {
@@ -420,6 +420,7 @@ impl Builder<'_> {
             key_flags: LazyFlags::default(),
             key_budgets: LazyBudgets::default(),
         };
+        spec.required_unwritable = spec.some_required_unwritable();
         self.obj_specs.push(spec);
         let id = self.obj_specs.len() as u32 - 1;
         self.obj_spec_memo.insert(node, id);

@@ -698,6 +698,14 @@ fn an_object_key_whose_value_nothing_meets_is_refused() {
         "so is a key that needs one"
     );
     assert_eq!(refused(&nested, "{}"), None);
+    // As it is when the required property is `false` itself.
+    let forbidden = json!({"type": "object", "properties": {"a": false}, "required": ["a"]});
+    let nested = json!({"type": "object", "properties": {"x": forbidden}});
+    assert_eq!(
+        refused(&nested, r#"{"x""#),
+        Some(3),
+        "a key that needs a false one"
+    );
     // The same holds through arrays and combinators: an item that needs such an object ends
     // the array, and a branch that needs one leaves the others.
     let items = json!({"type": "array", "prefixItems": [{"type": "integer"}], "items": required});

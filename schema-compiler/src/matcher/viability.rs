@@ -166,7 +166,7 @@ impl State {
             _ if !leaf.alive || dead.contains(li) => (false, true),
             LeafSpec::Object(s) => {
                 let spec = &g.obj_specs[s as usize];
-                if spec.required_unwritable || spec.max_props.is_some_and(|m| m < spec.min_props) {
+                if spec.meets_no_value() {
                     return (false, true);
                 }
                 let mut count = leaf.count as u64;
@@ -262,7 +262,7 @@ impl State {
                 {
                     return (false, true);
                 }
-                if spec.max_contains.is_some_and(|m| m < spec.min_contains) {
+                if spec.meets_no_value() {
                     return (false, true);
                 }
                 (true, true)
