@@ -127,11 +127,13 @@ impl Compiler {
         b.build_templates(root)?;
         let grammar = Arc::new(b.into_grammar(root)?);
         // Parts no value meets can rule out every document where the root's own keywords do
-        // not (an object that requires such a property): then no document can begin.
+        // not (an object that requires such a property, or more unique items than its items
+        // schema has values): then no document can begin.
         if !crate::Matcher::new(grammar.clone()).takes_a_value_byte() {
             return Err(CompileError::Unsatisfiable {
                 pointer: "#".into(),
-                reason: "every value it allows needs a property or item that no value can fill"
+                reason: "every value it allows needs a property or item that no value can fill \
+                         (or more distinct items than there are values)"
                     .into(),
             });
         }

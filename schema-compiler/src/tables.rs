@@ -258,8 +258,9 @@ pub struct ArrSpec {
     pub items: Option<NodeId>,
     pub min_items: u64,
     /// `maxItems`, lowered to the first item position no value can be written at (a `false`
-    /// in `prefixItems`, `items: false` after them, the end of a `const` array): the matcher
-    /// refuses the `,` that would announce such an item.
+    /// in `prefixItems`, `items: false` after them, the end of a `const` array) and, under
+    /// `uniqueItems`, to the prefix plus the number of values `items` allows when that is
+    /// finite: the matcher refuses the `,` that would announce such an item.
     pub max_items: Option<u64>,
     pub contains: Option<NodeId>,
     pub min_contains: u64,

@@ -30,7 +30,8 @@ use crate::ir::{Bound, Lowering, Node, NodeId, TypeSet};
 use crate::options::Options;
 use crate::report::CompileReport;
 use crate::tables::{
-    ArrSpec, DfaId, Kind, LeafSpec, Lexer, NumExpr, ObjSpec, Op, Program, ValueTemplate,
+    ArrSpec, DfaId, EMPTY_LEXER, Kind, LeafSpec, Lexer, LexerId, NumExpr, ObjSpec, Op, Program,
+    ValueTemplate,
 };
 use crate::text::ecma;
 use crate::text::formats::DirectDfa;
@@ -412,9 +413,11 @@ impl Builder<'_> {
     /// Rules out, to a fixpoint, what no value can fill: a program whose formula is false
     /// whatever the value (see [`Builder::program_impossible`]) leaves its template; an item
     /// position under a template that takes no value ends the array before it (lowering
-    /// `maxItems`); a key whose member takes no value is not allowed, and an object that
+    /// `maxItems`), as do unique items past the number of values their template allows; a key whose member takes no value is not allowed, and an object that
     /// requires one is impossible. Each of these can make more templates take no value.
     fn prune_unfillable(&mut self, templates: &mut [Option<ValueTemplate>]) {
+        // The language sizes of the lexers met, which no round changes.
+        let mut sizes = HashMap::default();
         loop {
             let mut changed = false;
             for t in templates.iter_mut().flatten() {
@@ -428,7 +431,16 @@ impl Builder<'_> {
             let takes_no_value = |n: NodeId| {
                 templates[n.0 as usize].is_some_and(|t: ValueTemplate| t.takes_no_value())
             };
-            for spec in &mut self.arr_specs {
+            // Per array spec whose items must differ: at most how many values its items take.
+            let unique_values: Vec<Option<u64>> = (0..self.arr_specs.len())
+                .map(|i| {
+                    let spec = &self.arr_specs[i];
+                    let items = spec.items.filter(|_| spec.unique)?;
+                    let t = templates[items.0 as usize]?;
+                    self.values_at_most(&t, &mut sizes)
+                })
+                .collect();
+            for (spec, values) in self.arr_specs.iter_mut().zip(unique_values) {
                 let closed_at = spec
                     .prefix
                     .iter()
@@ -443,6 +455,16 @@ impl Builder<'_> {
                 {
                     spec.max_items = Some(at);
                     changed = true;
+                }
+                // Items that must differ from one another, each one of finitely many values,
+                // are at most that many after the prefix: the `,` before one more is refused,
+                // instead of leading to an item no value can fill.
+                if let Some(values) = values {
+                    let cap = (spec.prefix.len() as u64).saturating_add(values);
+                    if spec.max_items.is_none_or(|m| cap < m) {
+                        spec.max_items = Some(cap);
+                        changed = true;
+                    }
                 }
             }
             for spec in &mut self.obj_specs {
@@ -465,6 +487,37 @@ impl Builder<'_> {
                 break;
             }
         }
+    }
+
+    /// At most how many distinct values a template lets be written, when that is finite: a
+    /// template of strings, numbers and literals alone, each kind's language finite.
+    /// (`sizes` keeps the size of each lexer's language, by lexer and kind, once counted.)
+    fn values_at_most(
+        &self,
+        t: &ValueTemplate,
+        sizes: &mut HashMap<(LexerId, Kind), Option<u64>>,
+    ) -> Option<u64> {
+        if t.array.is_some() || t.object.is_some() {
+            return None;
+        }
+        let canonical = &self.dfas[self.canonical_id() as usize];
+        Kind::ALL[..4].iter().try_fold(0u64, |sum, &kind| {
+            let lexer = t.lexers[kind as usize];
+            if lexer == EMPTY_LEXER {
+                return Some(sum);
+            }
+            let size = *sizes.entry((lexer, kind)).or_insert_with(|| {
+                let dfa = &self.dfas[self.lexers[lexer as usize].dfa as usize];
+                // A number's language holds the canonical spelling of each value it allows
+                // (and maybe others, as `1.0`): its values are counted by those spellings.
+                if kind == Kind::Number {
+                    dfa.language_size_within(canonical, NUMBER_BYTES)
+                } else {
+                    dfa.language_size()
+                }
+            });
+            Some(sum.saturating_add(size?))
+        })
     }
 
     /// Whether program `p`'s formula is false for every value: evaluated with the leaves whose

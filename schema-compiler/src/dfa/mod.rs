@@ -307,6 +307,44 @@ impl Dfa {
         reps
     }
 
+    /// How many byte strings the DFA accepts, or `None` when they are unbounded (see
+    /// [`count_strings`]). Saturates at `u64::MAX`.
+    pub fn language_size(&self) -> Option<u64> {
+        let reps = self.class_reps();
+        let mut class_size = vec![0u64; self.stride as usize];
+        for b in 0..=255u8 {
+            class_size[self.classes[b as usize] as usize] += 1;
+        }
+        count_strings(
+            self.start,
+            |s, out| {
+                out.extend(
+                    reps.iter()
+                        .map(|&rep| (self.next(s, rep), class_size[self.class_of(rep) as usize])),
+                )
+            },
+            |s| s == DEAD,
+            |s| self.is_final(s),
+        )
+    }
+
+    /// As [`Dfa::language_size`], for the strings over `bytes` that both this DFA and `other`
+    /// accept.
+    pub fn language_size_within(&self, other: &Dfa, bytes: &[u8]) -> Option<u64> {
+        count_strings(
+            (self.start, other.start),
+            |(a, b), out| {
+                out.extend(
+                    bytes
+                        .iter()
+                        .map(|&byte| ((self.next(a, byte), other.next(b, byte)), 1)),
+                )
+            },
+            |(a, b)| a == DEAD || b == DEAD,
+            |(a, b)| self.is_final(a) && other.is_final(b),
+        )
+    }
+
     /// Per state index: the fewest code points a completion needs to accept (`u32::MAX` for the
     /// dead state). A code point is counted at its first byte.
     pub fn min_chars_to_final(&self) -> Vec<u32> {
@@ -425,4 +463,102 @@ impl Dfa {
         let s = self.run(self.start, bytes);
         s != DEAD && self.is_final(s)
     }
+}
+
+/// The number of paths from `start` to an accepting state in a graph given by `successors`
+/// (each edge with how many strings it stands for), or `None` when there are unboundedly many:
+/// a cycle lies on some path to an accepting state (or the graph has more than
+/// `COUNT_STATES` states). Cycles that lead to no accepting state do not count. Without
+/// recursion.
+fn count_strings<K: Copy + Eq + std::hash::Hash>(
+    start: K,
+    successors: impl Fn(K, &mut Vec<(K, u64)>),
+    dead: impl Fn(K) -> bool,
+    accepting: impl Fn(K) -> bool,
+) -> Option<u64> {
+    const COUNT_STATES: usize = 1 << 16;
+    if dead(start) {
+        return Some(0);
+    }
+    // The states reached from `start`, numbered, and their edges.
+    let mut index: rustc_hash::FxHashMap<K, u32> = Default::default();
+    let mut states = vec![start];
+    let mut edges: Vec<Vec<(u32, u64)>> = Vec::new();
+    index.insert(start, 0);
+    let mut next = Vec::new();
+    while edges.len() < states.len() {
+        let state = states[edges.len()];
+        next.clear();
+        successors(state, &mut next);
+        let mut out = Vec::with_capacity(next.len());
+        for &(t, strings) in next.iter().filter(|&&(t, _)| !dead(t)) {
+            let n = states.len() as u32;
+            let i = *index.entry(t).or_insert_with(|| {
+                states.push(t);
+                n
+            });
+            out.push((i, strings));
+        }
+        edges.push(out);
+        if states.len() > COUNT_STATES {
+            return None;
+        }
+    }
+    // The states from which an accepting state is reached.
+    let n = states.len();
+    let mut into: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (from, out) in edges.iter().enumerate() {
+        for &(to, _) in out {
+            into[to as usize].push(from as u32);
+        }
+    }
+    let mut live = vec![false; n];
+    let mut queue: Vec<u32> = (0..n as u32)
+        .filter(|&i| accepting(states[i as usize]))
+        .collect();
+    for &i in &queue {
+        live[i as usize] = true;
+    }
+    while let Some(t) = queue.pop() {
+        for &s in &into[t as usize] {
+            if !live[s as usize] {
+                live[s as usize] = true;
+                queue.push(s);
+            }
+        }
+    }
+    if !live[0] {
+        return Some(0);
+    }
+    // Depth first over the live states: a state met again while open closes a cycle.
+    let mut count: Vec<Option<u64>> = vec![None; n];
+    let mut open = vec![false; n];
+    let mut stack = vec![(0u32, 0usize)];
+    open[0] = true;
+    while let Some(top) = stack.last_mut() {
+        let (state, followed) = (top.0 as usize, top.1);
+        if let Some(&(t, _)) = edges[state].get(followed) {
+            top.1 += 1;
+            let t = t as usize;
+            if !live[t] || count[t].is_some() {
+                continue;
+            }
+            if open[t] {
+                return None;
+            }
+            open[t] = true;
+            stack.push((t as u32, 0));
+            continue;
+        }
+        let mut total = u64::from(accepting(states[state]));
+        for &(t, strings) in &edges[state] {
+            if let Some(below) = count[t as usize] {
+                total = total.saturating_add(below.saturating_mul(strings));
+            }
+        }
+        count[state] = Some(total);
+        open[state] = false;
+        stack.pop();
+    }
+    count[0]
 }

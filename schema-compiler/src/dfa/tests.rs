@@ -23,6 +23,40 @@ fn co_distance_counts_the_bytes_to_a_string_both_take() {
 }
 
 #[test]
+fn language_size_counts_the_strings_a_dfa_takes() {
+    let size = |re: &str| {
+        Dfa::from_regex(re, DfaLimits::default())
+            .unwrap()
+            .language_size()
+    };
+    assert_eq!(size("a|bc|b|"), Some(4));
+    // Bytes of one class count one by one.
+    assert_eq!(size("[a-j][0-9]?"), Some(10 * 11));
+    assert_eq!(size("x(ab|cd)(ef|gh)y"), Some(4));
+    // One character: every scalar value but `x`, in its UTF-8 bytes.
+    assert_eq!(size("[^x]"), Some(0x11_0000 - 0x800 - 1));
+    assert_eq!(size("a*"), None);
+    assert_eq!(size("ab(c+)?"), None);
+    // Within another DFA, over some bytes: the plain numbers that are 1 or 2.5 written
+    // canonically (no trailing zero).
+    let values = Dfa::from_regex("1(\\.0*)?|2\\.50*", DfaLimits::default()).unwrap();
+    assert_eq!(values.language_size(), None);
+    let canonical = Dfa::from_regex(
+        "0|-?[1-9][0-9]*(\\.[0-9]*[1-9])?|-?0\\.[0-9]*[1-9]",
+        DfaLimits::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        values.language_size_within(&canonical, b"-.0123456789"),
+        Some(2)
+    );
+    assert_eq!(
+        canonical.language_size_within(&canonical, b"-.0123456789"),
+        None
+    );
+}
+
+#[test]
 fn each_level_universe_holds_exactly_the_characters_of_its_level() {
     for level in 0..CONTENT_LEVELS {
         let u = level_universe(level);

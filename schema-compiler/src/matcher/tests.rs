@@ -608,6 +608,106 @@ fn a_key_keeps_its_frame_number_and_no_other_key_has_it() {
     );
 }
 
+/// Items that must be unique, each one of finitely many values, run out: after the last
+/// value the `,` that would announce one more item is refused (every further item would repeat
+/// one), and an array that needs more items than there are values is refused at compile time.
+/// Numbers count by value (`1.0` and `1.00` are `1`); where the values are unbounded, or the
+/// items need not differ, nothing changes.
+#[test]
+fn unique_items_end_when_their_values_run_out() {
+    let unique =
+        |items: serde_json::Value| json!({"type": "array", "items": items, "uniqueItems": true});
+    let cases = [
+        (
+            unique(json!({"type": "boolean"})),
+            "[true,false",
+            "[false,true]",
+        ),
+        (unique(json!({"type": "null"})), "[null", "[null]"),
+        (
+            unique(json!({"enum": ["a", "b"]})),
+            r#"["b","a""#,
+            r#"["a","b"]"#,
+        ),
+        (
+            unique(json!({"enum": [1, 2.5, 10]})),
+            "[10,2.50,1.0",
+            "[1,2.5,10]",
+        ),
+        (
+            unique(json!({"type": "integer", "minimum": 0, "maximum": 2})),
+            "[2,0,1",
+            "[0,1,2]",
+        ),
+        (
+            unique(json!({"anyOf": [{"const": "x"}, {"type": "boolean"}]})),
+            r#"[true,"x",false"#,
+            r#"[false,"x",true]"#,
+        ),
+        // Past a prefix, the items' own values.
+        (
+            json!({"type": "array", "prefixItems": [{"type": "string"}],
+                "items": {"enum": [1, 2]}, "uniqueItems": true}),
+            r#"["s",2,1"#,
+            r#"["s",1,2]"#,
+        ),
+    ];
+    for (schema, full, other) in cases {
+        let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        let mut m = Matcher::new(g.clone());
+        m.push_bytes(full.as_bytes()).unwrap();
+        assert!(
+            !m.try_push_byte(b','),
+            "{schema}: one more item after {full}"
+        );
+        assert!(
+            m.try_push_byte(b']'),
+            "{schema}: the array ends after {full}"
+        );
+        assert!(m.is_accepting(), "{schema}");
+        // A shorter prefix still takes the `,`, and every order of the values is written.
+        if let Some(last) = full.rfind(',') {
+            let mut m = Matcher::new(g.clone());
+            m.push_bytes(&full.as_bytes()[..last]).unwrap();
+            assert!(
+                m.try_push_byte(b','),
+                "{schema}: the last value is still to come"
+            );
+        }
+        let mut m = Matcher::new(g);
+        m.push_bytes(other.as_bytes()).unwrap();
+        assert!(m.is_accepting(), "{schema}: {other}");
+    }
+    // More items than values: no array.
+    let short = json!({"type": "array", "items": {"enum": [1, 2]}, "uniqueItems": true,
+        "minItems": 3});
+    assert!(matches!(
+        Grammar::compile(&short, &Options::generation()),
+        Err(crate::CompileError::Unsatisfiable { .. })
+    ));
+    // Unbounded values, or items that may repeat, go on.
+    for (schema, full) in [
+        (unique(json!({"type": "integer", "minimum": 0})), "[0,1,2"),
+        (
+            unique(json!({"type": "string", "maxLength": 1})),
+            r#"["a","b","""#,
+        ),
+        (
+            unique(json!({"type": "array", "items": {"type": "boolean"}, "maxItems": 0})),
+            "[[]",
+        ),
+        (
+            json!({"type": "array", "items": {"type": "boolean"}}),
+            "[true,false,true",
+        ),
+    ] {
+        let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        let mut m = Matcher::new(g);
+        m.push_bytes(full.as_bytes()).unwrap();
+        assert!(m.try_push_byte(b','), "{schema}: after {full}");
+    }
+}
+
 /// An item position no value can be written at (after a tuple's `prefixItems` with `items:
 /// false`, a `false` in the prefix, past the items of a `const` array, or under keywords no
 /// value meets) ends the array: the `,` that would announce the item is refused, as past
