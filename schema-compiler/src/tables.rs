@@ -173,9 +173,12 @@ pub struct ObjSpec {
     pub set_member: Vec<Option<NodeId>>,
     /// Literal ids that must be present.
     pub required: Vec<u32>,
-    /// Some required literal is not allowed (derived from `required` and `lit_member`, kept
-    /// up to date with them).
+    /// Some required literal cannot be written (derived from `required` and `reach`, kept up
+    /// to date with them by [`ObjSpec::note_reach`]).
     pub(crate) required_unwritable: bool,
+    /// Most keys an object can have, when only literals can be written (derived from `reach`
+    /// too); `None` when some other key can.
+    pub(crate) keys_at_most: Option<u64>,
     pub min_props: u64,
     pub max_props: Option<u64>,
     /// (literal, literals that must then be present).
@@ -196,14 +199,21 @@ pub struct ObjSpec {
 impl ObjSpec {
     /// No object meets the spec, whatever its members.
     pub(crate) fn meets_no_value(&self) -> bool {
-        self.required_unwritable || self.max_props.is_some_and(|m| m < self.min_props)
+        self.required_unwritable
+            || self.max_props.is_some_and(|m| m < self.min_props)
+            || self.keys_at_most.is_some_and(|m| m < self.min_props)
     }
 
-    /// Whether some required literal is not allowed (what `required_unwritable` holds).
-    pub(crate) fn some_required_unwritable(&self) -> bool {
-        self.required
-            .iter()
-            .any(|&r| self.lit_member[r as usize].is_none())
+    /// Sets what `reach` decides for a whole object, from the key DFA's start state (index
+    /// `key_start`): whether some required literal cannot be written (its member takes no
+    /// value, or `propertyNames` refuses its name), and how many keys can be, when only
+    /// literals can.
+    pub(crate) fn note_reach(&mut self, key_start: usize) {
+        let reach = &self.reach[key_start * self.reach_words..][..self.reach_words];
+        let has = |i: usize| reach[i / 64] >> (i % 64) & 1 != 0;
+        self.required_unwritable = self.required.iter().any(|&r| !has(r as usize));
+        let nlit = self.lits.len();
+        self.keys_at_most = (!has(nlit)).then(|| (0..nlit).filter(|&i| has(i)).count() as u64);
     }
 
     /// Literal id of a match set, if it names a literal.

@@ -479,7 +479,7 @@ impl Builder<'_> {
                     let dfa = &self.dfas[spec.key_dfa as usize];
                     (spec.reach, spec.reach_words) =
                         programs::key_reach(dfa, &spec.lit_member, &spec.set_member);
-                    spec.required_unwritable = spec.some_required_unwritable();
+                    spec.note_reach(dfa.index(dfa.start()));
                     changed = true;
                 }
             }

@@ -388,6 +388,7 @@ impl Builder<'_> {
             set_member.push(member);
         }
         let (reach, words) = key_reach(&key_dfa, &lit_member, &set_member);
+        let key_start = key_dfa.index(key_dfa.start());
         let lit_id = |name: &str| lit_index[name];
         let required = s.required.iter().map(|r| lit_id(r)).collect();
         let dependent_required = s
@@ -412,6 +413,7 @@ impl Builder<'_> {
             set_member,
             required,
             required_unwritable: false,
+            keys_at_most: None,
             min_props: s.min_properties,
             max_props: s.max_properties,
             dependent_required,
@@ -420,7 +422,7 @@ impl Builder<'_> {
             key_flags: LazyFlags::default(),
             key_budgets: LazyBudgets::default(),
         };
-        spec.required_unwritable = spec.some_required_unwritable();
+        spec.note_reach(key_start);
         self.obj_specs.push(spec);
         let id = self.obj_specs.len() as u32 - 1;
         self.obj_spec_memo.insert(node, id);

@@ -6,9 +6,9 @@
 
 use super::decode::{Decoded, decode, feed_core, needed_only};
 use super::hashing::{FNV0, HASH2_SEED, fnv, hash2_step};
-use super::state::{Core, Lex, LexKind, Mode, Obligation, Role, State, Undo};
+use super::state::{Core, FrameKind, Lex, LexKind, Mode, Obligation, Role, State, Undo};
 use crate::dfa::{DEAD, NO_PATH};
-use crate::grammar::Grammar;
+use crate::grammar::{Grammar, NUMBER_BYTES};
 use crate::tables::{DfaId, LeafSpec};
 use crate::text::decimal::Decimal;
 
@@ -94,6 +94,7 @@ impl State {
         if !g.dfa(syntax).is_final(self.lex.core.syn) {
             return true;
         }
+        let canonical = self.canonical_item_end(g, t);
         let f = &self.frames[t];
         let mut members = self.obligations[f.slot_start as usize..f.slot_end as usize]
             .iter()
@@ -101,7 +102,10 @@ impl State {
             .peekable();
         let complete = g.dfa(syntax).is_terminal(self.lex.core.syn)
             || (members.peek().is_some()
-                && members.all(|o| g.dfa(g.lexers[o.lexer as usize].dfa).is_terminal(o.state)));
+                && members.all(|o| {
+                    g.dfa(g.lexers[o.lexer as usize].dfa).is_terminal(o.state)
+                        || canonical.is_some_and(|c| no_other_value(g, o, c))
+                }));
         if !complete {
             return true;
         }
@@ -109,6 +113,28 @@ impl State {
         let ok = self.finish_primitive(g);
         self.rollback(mark);
         ok
+    }
+
+    /// For a number item of an array in a grammar that hashes values (`uniqueItems`), in
+    /// generation (where constrained numbers are written in plain notation): the canonical
+    /// syntax's state after the number so far, when that is a canonical spelling (`1`, `2.5`;
+    /// not `1.0` or `-0`). Every plain spelling that continues it then has a canonical spelling
+    /// that continues it too, so an obligation that takes no longer canonical spelling takes
+    /// no other value ([`no_other_value`]).
+    fn canonical_item_end(&self, g: &Grammar, t: usize) -> Option<u32> {
+        if !g.needs_hash
+            || g.canonical_syntax == g.number_syntax
+            || self.frames[t].kind != FrameKind::Array
+        {
+            return None;
+        }
+        let canonical = g.dfa(g.canonical_syntax);
+        let state = if self.lex.syntax == g.canonical_syntax {
+            self.lex.core.syn
+        } else {
+            canonical.run(canonical.start(), self.lexeme_text())
+        };
+        (state != DEAD && canonical.is_final(state)).then_some(state)
     }
 
     /// The syntax a number starting in frame `t`'s slot is spelled in.
@@ -396,4 +422,23 @@ impl State {
         self.set_lex(Lex::default());
         self.complete_value(g, t, hash)
     }
+}
+
+/// Whether obligation `o` of a number takes no longer canonical spelling than the one so far,
+/// whose canonical syntax state is `canonical`: each language holds the canonical spelling of
+/// every value it allows, so then every number `o` still takes has the value so far (`1`
+/// under `"enum": [1, 2]`, whose language also holds `1.0`). `false` for a language
+/// without a canonical table (every number, or none).
+fn no_other_value(g: &Grammar, o: &Obligation, canonical: u32) -> bool {
+    let Some(table) = &g.canonical_live[o.lexer as usize] else {
+        return false;
+    };
+    let syntax = g.dfa(g.canonical_syntax);
+    let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
+    NUMBER_BYTES.iter().all(|&b| {
+        let (c, s) = (syntax.next(canonical, b), dfa.next(o.state, b));
+        c == DEAD
+            || s == DEAD
+            || table[syntax.state_index(c) * dfa.num_states() + dfa.state_index(s)] == NO_PATH
+    })
 }

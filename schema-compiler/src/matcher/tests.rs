@@ -608,6 +608,57 @@ fn a_key_keeps_its_frame_number_and_no_other_key_has_it() {
     );
 }
 
+/// A number item of a `uniqueItems` array whose every completion has the value of an earlier
+/// item is refused at its last digit, as a repeated `enum` string is at its last character:
+/// `[1,1` under `"enum": [1, 2]` could only go on as `1.0`, `1.00`, …, all repeats. Where
+/// the number can still grow to another value, or is not spelled canonically yet, it goes on.
+#[test]
+fn a_number_item_that_can_only_repeat_an_earlier_one_is_refused_at_its_last_digit() {
+    let unique = |values: serde_json::Value| json!({"type": "array", "items": {"enum": values}, "uniqueItems": true});
+    // (schema, the items before, the item's bytes, index of the first refused byte)
+    let cases = [
+        (unique(json!([1, 2])), "[1,", "1", Some(0)),
+        (unique(json!([1, 2])), "[1.0,", "1", Some(0)),
+        (unique(json!([1, 2])), "[2,", "1.0]", None),
+        (unique(json!([1, 2.5, 10])), "[10,", "10", Some(1)),
+        (unique(json!([1, 2.5, 10])), "[2.5,", "2.5", Some(2)),
+        (unique(json!([1, 2.5, 10])), "[1,", "10]", None),
+        (unique(json!([1, 2.5, 10])), "[10,", "1]", None),
+        (unique(json!([-1, 1])), "[-1,", "-1", Some(1)),
+        (
+            json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 20},
+                "uniqueItems": true}),
+            "[20,",
+            "20",
+            Some(1),
+        ),
+        // Items that may repeat, or a number that may still become another value.
+        (
+            json!({"type": "array", "items": {"enum": [1, 2]}}),
+            "[1,",
+            "1]",
+            None,
+        ),
+        (
+            json!({"type": "array", "items": {"type": "integer", "minimum": 0},
+                "uniqueItems": true}),
+            "[20,",
+            "20",
+            None,
+        ),
+    ];
+    for (schema, before, item, refused) in cases {
+        let g = Arc::new(Grammar::compile(&schema, &Options::generation()).unwrap());
+        let mut m = Matcher::new(g);
+        m.push_bytes(before.as_bytes()).unwrap();
+        assert_eq!(
+            m.push_bytes(item.as_bytes()).err(),
+            refused,
+            "{schema}: {item} after {before}"
+        );
+    }
+}
+
 /// Items that must be unique, each one of finitely many values, run out: after the last
 /// value the `,` that would announce one more item is refused (every further item would repeat
 /// one), and an array that needs more items than there are values is refused at compile time.
@@ -813,4 +864,27 @@ fn an_object_key_whose_value_nothing_meets_is_refused() {
     let branches = json!({"anyOf": [required, {"type": "integer"}]});
     assert_eq!(refused(&branches, "{"), Some(0));
     assert_eq!(refused(&branches, "12"), None);
+    // A required property whose name `propertyNames` refuses cannot be written either.
+    let named = json!({"type": "object", "propertyNames": {"enum": ["a", "b"]},
+        "required": ["a", "x"]});
+    let err = Grammar::compile(&named, &Options::generation()).unwrap_err();
+    assert!(err.is_unsatisfiable(), "{err}");
+    let short_names = json!({"type": "object", "propertyNames": {"maxLength": 1},
+        "required": ["long"]});
+    let nested = json!({"type": "object", "properties": {"o": short_names, "p": {}}});
+    assert_eq!(refused(&nested, r#"{"o""#), Some(3), "{nested}");
+    assert_eq!(refused(&nested, r#"{"p":{"long":1}}"#), None, "{nested}");
+    let allowed = json!({"type": "object", "propertyNames": {"enum": ["a", "x"]},
+        "required": ["x"]});
+    assert_eq!(refused(&allowed, r#"{"x":1}"#), None);
+    // Nor can more properties than the keys that can be written.
+    let few = json!({"type": "object", "properties": {"a": {}, "b": {"not": {}}},
+        "additionalProperties": false, "minProperties": 2});
+    let err = Grammar::compile(&few, &Options::generation()).unwrap_err();
+    assert!(err.is_unsatisfiable(), "{err}");
+    let nested = json!({"type": "object", "properties": {"o": few, "p": {}}});
+    assert_eq!(refused(&nested, r#"{"o""#), Some(3), "{nested}");
+    let enough = json!({"type": "object", "properties": {"a": {}, "b": {}},
+        "additionalProperties": false, "minProperties": 2});
+    assert_eq!(refused(&enough, r#"{"b":1,"a":2}"#), None);
 }
