@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::build::Builder;
-use crate::dfa::Dfa;
+use crate::dfa::{Dfa, NO_PATH};
 use crate::error::CompileError;
 use crate::ir::{Lowering, NodeId};
 use crate::json_text::RoundedNumbers;
@@ -195,6 +195,24 @@ impl Grammar {
             live_all: f.live_at(level),
             free: f.free_at(level),
         }
+    }
+
+    /// Whether some canonical number spelling both continues the canonical syntax from state
+    /// `canonical` and completes lexer `lexer` from its state `state` (states reached by the
+    /// same text); `None` when the lexer has no such table (every number, or none).
+    pub(crate) fn canonical_completes(
+        &self,
+        lexer: LexerId,
+        canonical: u32,
+        state: u32,
+    ) -> Option<bool> {
+        let table = self.canonical_live[lexer as usize].as_ref()?;
+        let syntax = self.dfa(self.canonical_syntax);
+        let dfa = self.dfa(self.lexers[lexer as usize].dfa);
+        Some(
+            table[syntax.state_index(canonical) * dfa.num_states() + dfa.state_index(state)]
+                != NO_PATH,
+        )
     }
 
     /// Whether lexer `lexer` decides a number by its value whatever its spelling: every

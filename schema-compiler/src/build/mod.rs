@@ -413,8 +413,9 @@ impl Builder<'_> {
     /// Rules out, to a fixpoint, what no value can fill: a program whose formula is false
     /// whatever the value (see [`Builder::program_impossible`]) leaves its template; an item
     /// position under a template that takes no value ends the array before it (lowering
-    /// `maxItems`), as do unique items past the number of values their template allows; a key whose member takes no value is not allowed, and an object that
-    /// requires one is impossible. Each of these can make more templates take no value.
+    /// `maxItems`), as do unique items past the number of values their template allows; a
+    /// key whose member takes no value is not allowed, and an object that requires one is
+    /// impossible. Each of these can make more templates take no value.
     fn prune_unfillable(&mut self, templates: &mut [Option<ValueTemplate>]) {
         // The language sizes of the lexers met, which no round changes.
         let mut sizes = HashMap::default();
@@ -450,21 +451,20 @@ impl Builder<'_> {
                             .filter(|&n| takes_no_value(n))
                             .map(|_| spec.prefix.len())
                     });
-                if let Some(at) = closed_at.map(|at| at as u64)
-                    && spec.max_items.is_none_or(|m| at < m)
-                {
-                    spec.max_items = Some(at);
-                    changed = true;
-                }
                 // Items that must differ from one another, each one of finitely many values,
                 // are at most that many after the prefix: the `,` before one more is refused,
                 // instead of leading to an item no value can fill.
-                if let Some(values) = values {
-                    let cap = (spec.prefix.len() as u64).saturating_add(values);
-                    if spec.max_items.is_none_or(|m| cap < m) {
-                        spec.max_items = Some(cap);
-                        changed = true;
-                    }
+                let unique_cap = values.map(|v| (spec.prefix.len() as u64).saturating_add(v));
+                let cap = closed_at
+                    .map(|at| at as u64)
+                    .into_iter()
+                    .chain(unique_cap)
+                    .min();
+                if let Some(cap) = cap
+                    && spec.max_items.is_none_or(|m| cap < m)
+                {
+                    spec.max_items = Some(cap);
+                    changed = true;
                 }
             }
             for spec in &mut self.obj_specs {
@@ -476,10 +476,7 @@ impl Builder<'_> {
                     }
                 }
                 if members_changed {
-                    let dfa = &self.dfas[spec.key_dfa as usize];
-                    (spec.reach, spec.reach_words) =
-                        programs::key_reach(dfa, &spec.lit_member, &spec.set_member);
-                    spec.note_reach(dfa.index(dfa.start()));
+                    programs::refresh_reach(spec, &self.dfas[spec.key_dfa as usize]);
                     changed = true;
                 }
             }

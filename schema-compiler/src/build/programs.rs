@@ -387,8 +387,6 @@ impl Builder<'_> {
             };
             set_member.push(member);
         }
-        let (reach, words) = key_reach(&key_dfa, &lit_member, &set_member);
-        let key_start = key_dfa.index(key_dfa.start());
         let lit_id = |name: &str| lit_index[name];
         let required = s.required.iter().map(|r| lit_id(r)).collect();
         let dependent_required = s
@@ -417,12 +415,12 @@ impl Builder<'_> {
             min_props: s.min_properties,
             max_props: s.max_properties,
             dependent_required,
-            reach,
-            reach_words: words,
+            reach: Vec::new(),
+            reach_words: 0,
             key_flags: LazyFlags::default(),
             key_budgets: LazyBudgets::default(),
         };
-        spec.note_reach(key_start);
+        refresh_reach(&mut spec, &self.dfas[key_id as usize]);
         self.obj_specs.push(spec);
         let id = self.obj_specs.len() as u32 - 1;
         self.obj_spec_memo.insert(node, id);
@@ -643,10 +641,18 @@ impl Builder<'_> {
     }
 }
 
+/// Works out `spec`'s reach table from its members and key DFA `key_dfa` (see
+/// [`key_reach`]), and what it decides for the whole object ([`ObjSpec::note_reach`]): when
+/// the spec is built, and again whenever its members change.
+pub(super) fn refresh_reach(spec: &mut ObjSpec, key_dfa: &Dfa) {
+    (spec.reach, spec.reach_words) = key_reach(key_dfa, &spec.lit_member, &spec.set_member);
+    spec.note_reach(key_dfa.index(key_dfa.start()));
+}
+
 /// Per state of an object's key DFA, the outcomes still reachable from it: a bit per literal
 /// whose member takes a value (`lit_member`), and one for the non-literal keys of a match set
 /// whose member does (`set_member`); with the words each state takes.
-pub(super) fn key_reach(
+fn key_reach(
     key_dfa: &Dfa,
     lit_member: &[Option<NodeId>],
     set_member: &[Option<NodeId>],

@@ -7,7 +7,7 @@
 use super::decode::{Decoded, decode, feed_core, needed_only};
 use super::hashing::{FNV0, HASH2_SEED, fnv, hash2_step};
 use super::state::{Core, FrameKind, Lex, LexKind, Mode, Obligation, Role, State, Undo};
-use crate::dfa::{DEAD, NO_PATH};
+use crate::dfa::DEAD;
 use crate::grammar::{Grammar, NUMBER_BYTES};
 use crate::tables::{DfaId, LeafSpec};
 use crate::text::decimal::Decimal;
@@ -51,18 +51,13 @@ impl State {
         {
             return;
         }
-        let syn = g.dfa(g.canonical_syntax).state_index(self.lex.core.syn);
         let f = self.frames[t];
         for i in f.slot_start..f.slot_end {
             let mut o = self.obligations[i as usize];
             if o.failed {
                 continue;
             }
-            let Some(table) = &g.canonical_live[o.lexer as usize] else {
-                continue;
-            };
-            let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
-            if table[syn * dfa.num_states() + dfa.state_index(o.state)] == NO_PATH {
+            if g.canonical_completes(o.lexer, self.lex.core.syn, o.state) == Some(false) {
                 o.failed = true;
                 self.set_obligation(i as usize, o);
             }
@@ -94,18 +89,19 @@ impl State {
         if !g.dfa(syntax).is_final(self.lex.core.syn) {
             return true;
         }
-        let canonical = self.canonical_item_end(g, t);
         let f = &self.frames[t];
         let mut members = self.obligations[f.slot_start as usize..f.slot_end as usize]
             .iter()
             .filter(|o| o.role != Role::Contains && !o.failed)
             .peekable();
         let complete = g.dfa(syntax).is_terminal(self.lex.core.syn)
-            || (members.peek().is_some()
-                && members.all(|o| {
+            || (members.peek().is_some() && {
+                let canonical = self.canonical_item_end(g, t);
+                members.all(|o| {
                     g.dfa(g.lexers[o.lexer as usize].dfa).is_terminal(o.state)
                         || canonical.is_some_and(|c| no_other_value(g, o, c))
-                }));
+                })
+            });
         if !complete {
             return true;
         }
@@ -430,15 +426,13 @@ impl State {
 /// under `"enum": [1, 2]`, whose language also holds `1.0`). `false` for a language
 /// without a canonical table (every number, or none).
 fn no_other_value(g: &Grammar, o: &Obligation, canonical: u32) -> bool {
-    let Some(table) = &g.canonical_live[o.lexer as usize] else {
+    if g.canonical_live[o.lexer as usize].is_none() {
         return false;
-    };
+    }
     let syntax = g.dfa(g.canonical_syntax);
     let dfa = g.dfa(g.lexers[o.lexer as usize].dfa);
     NUMBER_BYTES.iter().all(|&b| {
         let (c, s) = (syntax.next(canonical, b), dfa.next(o.state, b));
-        c == DEAD
-            || s == DEAD
-            || table[syntax.state_index(c) * dfa.num_states() + dfa.state_index(s)] == NO_PATH
+        c == DEAD || s == DEAD || g.canonical_completes(o.lexer, c, s) == Some(false)
     })
 }
