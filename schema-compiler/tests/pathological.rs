@@ -297,3 +297,30 @@ fn a_compile_past_its_time_limit_stops_with_an_error_naming_it() {
             .is_ok()
     );
 }
+
+#[test]
+fn many_unanchored_patterns_under_any_of_and_one_of_compile() {
+    // Each pattern matches anywhere in the string, so a product of all the alternatives at
+    // once tracks every subset of those seen so far; built one by one they stay small.
+    let alts: Vec<Value> = "abcdefghijklmnopqrst"
+        .chars()
+        .map(|c| json!({"pattern": c.to_string()}))
+        .collect();
+    let any = json!({"type": "string", "anyOf": alts});
+    assert_eq!(compile(any.clone(), "\"xxtxx\""), Ok(true));
+    assert_eq!(compile(any, "\"xxzxx\""), Ok(false));
+    let one = json!({"type": "string", "oneOf": alts});
+    assert_eq!(compile(one.clone(), "\"xaxx\""), Ok(true));
+    assert_eq!(compile(one, "\"xaxbx\""), Ok(false));
+    // A few alternatives, with length bounds: built as one product.
+    let few = json!({"type": "string", "oneOf": [
+        {"pattern": "^[a-z.]+$", "maxLength": 200},
+        {"format": "ipv4"},
+        {"pattern": "^[0-9.]+$", "maxLength": 7},
+    ]});
+    assert_eq!(compile(few.clone(), "\"example.com\""), Ok(true));
+    assert_eq!(compile(few.clone(), "\"10.20.30.40\""), Ok(true));
+    assert_eq!(compile(few.clone(), "\"1.2.3\""), Ok(true));
+    // Both the address and the short pattern take it.
+    assert_eq!(compile(few, "\"1.2.3.4\""), Ok(false));
+}

@@ -39,8 +39,37 @@ impl Builder<'_> {
 
     /// Folds length bounds into the DFA (needed before union, difference).
     pub(super) fn fold_len(&mut self, l: Lang, loc: &str) -> Result<Lang, CompileError> {
+        let len = self.len_dfa(&l, loc)?;
+        if l.max.is_some_and(|m| m < l.min) {
+            // No length fits: the empty language.
+            return Ok(self.empty_lang());
+        }
+        let dfa = match len {
+            Some(len) => self.dfa_op(0, l.dfa, len, loc)?,
+            None => l.dfa,
+        };
+        Ok(Lang {
+            dfa,
+            min: 0,
+            max: None,
+            check: l.check,
+        })
+    }
+
+    /// The DFAs whose intersection is the language of `l`: its own, and the one of its
+    /// length bounds where it has some (for a product of many, which takes them as they are
+    /// instead of folding each first).
+    pub(super) fn conjuncts(&mut self, l: &Lang, loc: &str) -> Result<Vec<DfaId>, CompileError> {
+        Ok(std::iter::once(l.dfa)
+            .chain(self.len_dfa(l, loc)?)
+            .collect())
+    }
+
+    /// The DFA of the strings whose length is within the bounds of `l` (`None`: unbounded;
+    /// the empty one where no length fits).
+    fn len_dfa(&mut self, l: &Lang, loc: &str) -> Result<Option<DfaId>, CompileError> {
         if l.min == 0 && l.max.is_none() {
-            return Ok(l);
+            return Ok(None);
         }
         let limit = self.options.limits.max_expanded_length;
         let big = l.min > limit || l.max.is_some_and(|m| m > limit);
@@ -59,21 +88,13 @@ impl Builder<'_> {
             });
         }
         if l.max.is_some_and(|m| m < l.min) {
-            // No length fits: the empty language.
-            return Ok(self.empty_lang());
+            return Ok(Some(self.empty));
         }
         let re = match l.max {
             Some(m) => format!("(?s:.{{{},{}}})", l.min, m),
             None => format!("(?s:.{{{},}})", l.min),
         };
-        let len = self.regex_dfa(&re, loc)?;
-        let dfa = self.dfa_op(0, l.dfa, len, loc)?;
-        Ok(Lang {
-            dfa,
-            min: 0,
-            max: None,
-            check: l.check,
-        })
+        self.regex_dfa(&re, loc).map(Some)
     }
 
     /// Whether `l` holds no value: an empty automaton or length bounds no length fits.
@@ -138,20 +159,19 @@ impl Builder<'_> {
         if xs.len() == 1 {
             return Ok(xs.remove(0));
         }
-        let mut acc: Option<Lang> = None;
-        for x in xs {
-            let x = self.fold_len(x, loc)?;
-            acc = Some(match acc {
-                None => x,
-                Some(a) => Lang {
-                    dfa: self.dfa_op(1, a.dfa, x.dfa, loc)?,
-                    min: 0,
-                    max: None,
-                    check: None,
-                },
-            });
+        let mut alts = Vec::with_capacity(xs.len());
+        for x in &xs {
+            alts.push(self.conjuncts(x, loc)?);
         }
-        Ok(acc.unwrap_or_else(|| self.empty_lang()))
+        if alts.is_empty() {
+            return Ok(self.empty_lang());
+        }
+        Ok(Lang {
+            dfa: self.dfa_union_of(&alts, loc)?,
+            min: 0,
+            max: None,
+            check: None,
+        })
     }
 
     pub(super) fn complement(
@@ -228,23 +248,14 @@ impl Builder<'_> {
         if xs.len() <= 1 {
             return Ok(xs.pop().unwrap_or_else(|| self.empty_lang()));
         }
-        let mut folded = Vec::with_capacity(xs.len());
-        for x in xs {
-            folded.push(self.fold_len(x, loc)?);
+        let mut alts = Vec::with_capacity(xs.len());
+        for x in &xs {
+            alts.push(self.conjuncts(x, loc)?);
         }
-        // The values in at least one alternative, less those in at least two: one pass
-        // that keeps both unions, so `N` alternatives take `3N` products, not `N²`.
-        let ids: Vec<DfaId> = folded.iter().map(|l| l.dfa).collect();
+        let ids: Vec<DfaId> = xs.iter().map(|l| l.dfa).collect();
         let within = self.spelling_universe(kind, &ids);
-        let (mut one, mut two) = (self.empty, self.empty);
-        for x in &ids {
-            let both = self.dfa_op(0, one, *x, loc)?;
-            two = self.dfa_op(1, two, both, loc)?;
-            one = self.dfa_op(1, one, *x, loc)?;
-        }
-        let one = self.dfa_op(0, one, within, loc)?;
         Ok(Lang {
-            dfa: self.dfa_op(2, one, two, loc)?,
+            dfa: self.dfa_exactly_one(&alts, within, loc)?,
             min: 0,
             max: None,
             check: None,

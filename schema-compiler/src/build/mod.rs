@@ -90,6 +90,10 @@ struct Lang {
     check: Option<NumExpr>,
 }
 
+/// Most alternatives of a `oneOf` or `anyOf` whose language is built as one product of all
+/// of them (see `Builder::dfa_of_many`).
+const MANY_AT_MOST: usize = 4;
+
 /// Compiles lowered nodes into grammar tables.
 pub struct Builder<'o> {
     options: &'o Options,
@@ -97,6 +101,9 @@ pub struct Builder<'o> {
     dfas: Vec<Arc<Dfa>>,
     dfa_by_regex: HashMap<String, DfaId>,
     op_memo: HashMap<(u8, DfaId, DfaId), DfaId>,
+    /// As `op_memo`, for `oneOf` and `anyOf` of many (see `Builder::dfa_of_many`): by whether
+    /// exactly one alternative is taken, the alternatives' DFAs and `within`.
+    many_memo: HashMap<(bool, Vec<Vec<DfaId>>, DfaId), DfaId>,
     lexers: Vec<Lexer>,
     programs: Vec<Program>,
     obj_specs: Vec<ObjSpec>,
@@ -136,6 +143,7 @@ impl<'o> Builder<'o> {
             dfas: Vec::new(),
             dfa_by_regex: HashMap::default(),
             op_memo: HashMap::default(),
+            many_memo: HashMap::default(),
             lexers: Vec::new(),
             programs: Vec::new(),
             obj_specs: Vec::new(),
@@ -383,6 +391,139 @@ impl<'o> Builder<'o> {
         };
         self.op_memo.insert((op, x, y), r);
         Ok(r)
+    }
+
+    /// The strings exactly one of `alternatives` accepts, within `within` (see
+    /// [`Dfa::exactly_one`]; an alternative takes what all its DFAs take).
+    fn dfa_exactly_one(
+        &mut self,
+        alternatives: &[Vec<DfaId>],
+        within: DfaId,
+        loc: &str,
+    ) -> Result<DfaId, CompileError> {
+        let key = (true, alternatives.to_vec(), within);
+        if let Some(&r) = self.many_memo.get(&key) {
+            return Ok(r);
+        }
+        // The string universe is left out: every string DFA is within it.
+        let within_dfa = (within != self.universe[Kind::String as usize])
+            .then(|| self.dfas[within as usize].clone());
+        let r = match self.dfa_of_many(alternatives, loc, |alts, budget, limits| {
+            Dfa::exactly_one(alts, within_dfa.as_deref(), budget, limits)
+        })? {
+            Some(r) => r,
+            None => {
+                // The values in at least one alternative, less those in at least two: one
+                // pass that keeps both unions, so `N` alternatives take `3N` products, not
+                // `N²`.
+                let (mut one, mut two) = (self.empty, self.empty);
+                for alt in alternatives {
+                    let x = self.dfa_all_of(alt, loc)?;
+                    let both = self.dfa_op(0, one, x, loc)?;
+                    two = self.dfa_op(1, two, both, loc)?;
+                    one = self.dfa_op(1, one, x, loc)?;
+                }
+                let one = self.dfa_op(0, one, within, loc)?;
+                self.dfa_op(2, one, two, loc)?
+            }
+        };
+        self.many_memo.insert(key, r);
+        Ok(r)
+    }
+
+    /// The strings some of `alternatives` accepts (see [`Dfa::union_of`]; an alternative
+    /// takes what all its DFAs take).
+    fn dfa_union_of(
+        &mut self,
+        alternatives: &[Vec<DfaId>],
+        loc: &str,
+    ) -> Result<DfaId, CompileError> {
+        // The string universe absorbs the others (see `dfa_op`).
+        let text = self.universe[Kind::String as usize];
+        if text != self.empty && alternatives.iter().any(|alt| alt[..] == [text]) {
+            return Ok(text);
+        }
+        // A union takes each alternative once (several often have one DFA, the universe of a
+        // kind, say).
+        let mut alternatives = alternatives.to_vec();
+        alternatives.sort_unstable();
+        alternatives.dedup();
+        match &alternatives[..] {
+            [only] if only.len() == 1 => return Ok(only[0]),
+            [a, b] if a.len() == 1 && b.len() == 1 => return self.dfa_op(1, a[0], b[0], loc),
+            _ => {}
+        }
+        let key = (false, alternatives, self.empty);
+        if let Some(&r) = self.many_memo.get(&key) {
+            return Ok(r);
+        }
+        let alternatives = &key.1;
+        let r = match self.dfa_of_many(alternatives, loc, Dfa::union_of)? {
+            Some(r) => r,
+            None => {
+                let mut acc = self.empty;
+                for alt in alternatives {
+                    let x = self.dfa_all_of(alt, loc)?;
+                    acc = self.dfa_op(1, acc, x, loc)?;
+                }
+                acc
+            }
+        };
+        self.many_memo.insert(key, r);
+        Ok(r)
+    }
+
+    /// The strings all of `dfas` accept.
+    fn dfa_all_of(&mut self, dfas: &[DfaId], loc: &str) -> Result<DfaId, CompileError> {
+        let mut acc = dfas[0];
+        for &d in &dfas[1..] {
+            acc = self.dfa_op(0, acc, d, loc)?;
+        }
+        Ok(acc)
+    }
+
+    /// The product of many that `build` makes of the DFAs of `alternatives`, added; `None`
+    /// where a chain of binary products is likely cheaper: more than [`MANY_AT_MOST`]
+    /// alternatives (a product of many pays for every operand at every transition, and its
+    /// tuples of unanchored patterns grow with their subsets), or more states than twice the
+    /// alternatives' own products and 256 (see [`Dfa::union_of`]).
+    fn dfa_of_many(
+        &mut self,
+        alternatives: &[Vec<DfaId>],
+        loc: &str,
+        build: impl FnOnce(&[&[&Dfa]], usize, DfaLimits) -> Result<Option<Dfa>, DfaError>,
+    ) -> Result<Option<DfaId>, CompileError> {
+        if alternatives.len() > MANY_AT_MOST {
+            return Ok(None);
+        }
+        let dfas: Vec<Vec<Arc<Dfa>>> = alternatives
+            .iter()
+            .map(|alt| alt.iter().map(|&d| self.dfas[d as usize].clone()).collect())
+            .collect();
+        let budget = dfas
+            .iter()
+            .map(|alt| {
+                alt.iter()
+                    .fold(1usize, |n, d| n.saturating_mul(d.num_states()))
+            })
+            .fold(0usize, usize::saturating_add)
+            .saturating_mul(2)
+            .saturating_add(256);
+        let refs: Vec<Vec<&Dfa>> = dfas
+            .iter()
+            .map(|alt| alt.iter().map(|d| &**d).collect())
+            .collect();
+        let alts: Vec<&[&Dfa]> = refs.iter().map(Vec::as_slice).collect();
+        let Some(res) = build(&alts, budget, self.limits())
+            .map_err(|e| self.dfa_error(e, loc, "combined lexeme"))?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(if res.is_empty() {
+            self.empty
+        } else {
+            self.add_dfa(res, loc)?
+        }))
     }
 
     fn node(&self, id: NodeId) -> &Node {

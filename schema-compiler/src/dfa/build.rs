@@ -323,15 +323,7 @@ impl Dfa {
                 let t = match ids.entry(q) {
                     Entry::Occupied(o) => *o.get(),
                     Entry::Vacant(v) => {
-                        if raw.accept.len() >= limits.max_states {
-                            return Err(DfaError::Limit(format!(
-                                "more than {} lexer states in a combined lexeme",
-                                limits.max_states
-                            )));
-                        }
-                        if raw.accept.len().is_multiple_of(DEADLINE_STRIDE) {
-                            limits.check_deadline()?;
-                        }
+                        raw.room_for_a_state(&limits)?;
                         queue.push(q);
                         *v.insert(raw.add_state())
                     }
@@ -395,6 +387,129 @@ impl Dfa {
             },
             limits,
         )
+    }
+
+    /// The strings that exactly one of `alternatives` accepts (and `within`, where given,
+    /// accepts too); match set `{0}`. An alternative takes the strings that all its DFAs take
+    /// (a language and its length bounds, say). See [`Dfa::count_product`].
+    pub fn exactly_one(
+        alternatives: &[&[&Dfa]],
+        within: Option<&Dfa>,
+        budget: usize,
+        limits: DfaLimits,
+    ) -> Result<Option<Dfa>, DfaError> {
+        Self::count_product(alternatives, within, |n| n == 1, budget, limits)
+    }
+
+    /// The strings that some of `alternatives` accepts; match set `{0}`. An alternative takes
+    /// the strings that all its DFAs take. See [`Dfa::count_product`].
+    pub fn union_of(
+        alternatives: &[&[&Dfa]],
+        budget: usize,
+        limits: DfaLimits,
+    ) -> Result<Option<Dfa>, DfaError> {
+        Self::count_product(alternatives, None, |n| n > 0, budget, limits)
+    }
+
+    /// The strings for whose number of accepting `alternatives` `accept` holds (it must not
+    /// hold for none), and that `within` accepts where given; match set `{0}`. An alternative
+    /// accepts where all its DFAs do.
+    ///
+    /// One product over all the operands at once, minimized once: a chain of binary products
+    /// builds and minimizes a DFA of about the same size at every step, which for a large
+    /// operand (a length-bounded format has tens of thousands of states) costs several times
+    /// as much. But the states of a product of many are tuples that no minimization merges
+    /// on the way (of unanchored patterns, `.*a.*|.*b.*|…`, every subset of those seen):
+    /// `None` when it reaches more than `budget` states, for the caller to build it by a chain
+    /// instead.
+    fn count_product(
+        alternatives: &[&[&Dfa]],
+        within: Option<&Dfa>,
+        accept: impl Fn(usize) -> bool,
+        budget: usize,
+        limits: DfaLimits,
+    ) -> Result<Option<Dfa>, DfaError> {
+        debug_assert!(!accept(0), "a tuple with no live alternative is dropped");
+        // The operands in one row: each alternative's DFAs in `spans`, then `within`.
+        let mut operands: Vec<&Dfa> = Vec::new();
+        let mut spans = Vec::with_capacity(alternatives.len());
+        for alt in alternatives {
+            spans.push(operands.len()..operands.len() + alt.len());
+            operands.extend_from_slice(alt);
+        }
+        let n = operands.len();
+        operands.extend(within);
+        // Joint byte classes, folded in one operand at a time.
+        let mut classes = [0u8; 256];
+        let mut reps: Vec<u8> = vec![0];
+        for d in &operands {
+            let mut joint: HashMap<(u8, u8), u8> = HashMap::default();
+            reps.clear();
+            for byte in 0..=255u8 {
+                let key = (classes[byte as usize], d.classes[byte as usize]);
+                let len = joint.len();
+                classes[byte as usize] = *joint.entry(key).or_insert_with(|| {
+                    reps.push(byte);
+                    len as u8
+                });
+            }
+        }
+        // An alternative with a dead DFA is dead whole (all its states `DEAD`, so that tuples
+        // differing only there are one); a tuple lives while some alternative and `within` do.
+        let settle = |p: &mut [u32]| {
+            let mut some = false;
+            for span in &spans {
+                if p[span.clone()].contains(&DEAD) {
+                    p[span.clone()].fill(DEAD);
+                } else {
+                    some = true;
+                }
+            }
+            some && p[n..].iter().all(|&s| s != DEAD)
+        };
+        let mut start: Vec<u32> = operands.iter().map(|d| d.start).collect();
+        if !settle(&mut start) {
+            return Ok(Some(Dfa::empty()));
+        }
+        let mut raw = RawBuilder::new(classes);
+        let mut ids: HashMap<Box<[u32]>, usize> = HashMap::default();
+        ids.insert(start.clone().into_boxed_slice(), raw.add_state());
+        let mut queue = vec![start];
+        let mut next = vec![0u32; operands.len()];
+        while let Some(p) = queue.pop() {
+            let me = ids[&p[..]];
+            let finals = |i: usize| p[i] != DEAD && operands[i].final_set(p[i]).is_some();
+            let accepting = spans
+                .iter()
+                .filter(|&span| span.clone().all(finals))
+                .count();
+            if accept(accepting) && (n..operands.len()).all(finals) {
+                raw.accept[me] = vec![0];
+            }
+            for (c, &rep) in reps.iter().enumerate() {
+                for (i, d) in operands.iter().enumerate() {
+                    next[i] = d.next(p[i], rep);
+                }
+                if !settle(&mut next) {
+                    continue;
+                }
+                let t = match ids.get(&next[..]) {
+                    Some(&t) => t,
+                    None => {
+                        if raw.accept.len() >= budget {
+                            return Ok(None);
+                        }
+                        raw.room_for_a_state(&limits)?;
+                        let t = raw.add_state();
+                        ids.insert(next.clone().into_boxed_slice(), t);
+                        queue.push(next.clone());
+                        t
+                    }
+                };
+                raw.set(me, c, t);
+            }
+        }
+        Ok(Some(raw.finish(0, limits)?.minimize()))
     }
 
     /// The empty language.
@@ -744,6 +859,22 @@ impl RawBuilder {
             edges: Vec::new(),
             accept: Vec::new(),
         }
+    }
+
+    /// Whether a product may add a state: within `limits.max_states`, and (checked every
+    /// [`DEADLINE_STRIDE`] states) before the deadline.
+    fn room_for_a_state(&self, limits: &DfaLimits) -> Result<(), DfaError> {
+        let n = self.accept.len();
+        if n >= limits.max_states {
+            return Err(DfaError::Limit(format!(
+                "more than {} lexer states in a combined lexeme",
+                limits.max_states
+            )));
+        }
+        if n.is_multiple_of(DEADLINE_STRIDE) {
+            limits.check_deadline()?;
+        }
+        Ok(())
     }
 
     fn add_state(&mut self) -> usize {

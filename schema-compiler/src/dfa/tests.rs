@@ -326,6 +326,96 @@ fn products() {
 }
 
 #[test]
+fn products_of_many_take_the_strings_one_or_some_alternatives_take() {
+    // Each alternative the strings all its regexes take.
+    let alts: Vec<Vec<Dfa>> = [
+        &["[a-c]+", "(?s:.{0,2})"][..],
+        &["b+"],
+        &["(?s:.{2})"],
+        &["b+"],
+    ]
+    .iter()
+    .map(|res| {
+        res.iter()
+            .map(|re| Dfa::from_regex(re, lim()).unwrap())
+            .collect()
+    })
+    .collect();
+    let alts: Vec<(Vec<&Dfa>, Dfa)> = alts
+        .iter()
+        .map(|alt| {
+            let mut all = alt[0].clone();
+            for d in &alt[1..] {
+                all = all.intersect(d, lim()).unwrap();
+            }
+            (alt.iter().collect(), all)
+        })
+        .collect();
+    let within = Dfa::from_regex("[a-z]*", lim()).unwrap();
+    for n in 1..=alts.len() {
+        let parts: Vec<&[&Dfa]> = alts[..n].iter().map(|a| &a.0[..]).collect();
+        let refs: Vec<&Dfa> = alts[..n].iter().map(|a| &a.1).collect();
+        for within in [None, Some(&within)] {
+            let d = Dfa::exactly_one(&parts, within, usize::MAX, lim())
+                .unwrap()
+                .unwrap();
+            let some = Dfa::union_of(&parts, usize::MAX, lim()).unwrap().unwrap();
+            // Every string of up to 4 bytes over a few letters, against the definition.
+            let mut texts = vec![Vec::new()];
+            for len in 0..4 {
+                let longer: Vec<Vec<u8>> = texts
+                    .iter()
+                    .filter(|t| t.len() == len)
+                    .flat_map(|t| {
+                        b"abcZ".iter().map(move |&b| {
+                            let mut t = t.clone();
+                            t.push(b);
+                            t
+                        })
+                    })
+                    .collect();
+                texts.extend(longer);
+            }
+            for t in &texts {
+                let count = refs.iter().filter(|a| a.accepts(t)).count();
+                let expected = count == 1 && within.is_none_or(|w| w.accepts(t));
+                assert_eq!(d.accepts(t), expected, "{n} alternatives, {t:?}");
+                assert_eq!(some.accepts(t), count > 0, "{n} alternatives, {t:?}");
+            }
+            // As small as the same language built by binary products.
+            let (mut one, mut two) = (Dfa::empty(), Dfa::empty());
+            for a in &refs {
+                two = two.union(&one.intersect(a, lim()).unwrap(), lim()).unwrap();
+                one = one.union(a, lim()).unwrap();
+            }
+            assert_eq!(some.num_states(), one.num_states(), "{n} alternatives");
+            if let Some(w) = within {
+                one = one.intersect(w, lim()).unwrap();
+            }
+            let chained = one.difference(&two, lim()).unwrap();
+            assert_eq!(d.num_states(), chained.num_states(), "{n} alternatives");
+        }
+    }
+}
+
+#[test]
+fn a_product_of_many_stops_at_its_budget() {
+    // Unanchored patterns: the tuples track which letters were seen, 2^8 of them, though
+    // the union needs two states.
+    let alts: Vec<Dfa> = "abcdefgh"
+        .chars()
+        .map(|c| Dfa::from_regex(&format!("[a-z]*{c}[a-z]*"), lim()).unwrap())
+        .collect();
+    let parts: Vec<[&Dfa; 1]> = alts.iter().map(|d| [d]).collect();
+    let parts: Vec<&[&Dfa]> = parts.iter().map(|p| &p[..]).collect();
+    assert!(Dfa::union_of(&parts, 100, lim()).unwrap().is_none());
+    let all = Dfa::union_of(&parts, 1000, lim()).unwrap().unwrap();
+    assert_eq!(all.num_states(), 3, "dead, start and seen");
+    assert!(all.accepts(b"zzhz"));
+    assert!(!all.accepts(b"zz"));
+}
+
+#[test]
 fn min_chars() {
     let d = Dfa::from_regex("é{3}", lim()).unwrap();
     let dist = d.min_chars_to_final();
