@@ -96,7 +96,8 @@ impl Dfa {
             for &byte in lit.as_ref() {
                 let c = classes[byte as usize] as usize;
                 s = match b.get(s, c) {
-                    usize::MAX => {
+                    Some(t) => t,
+                    None => {
                         if b.accept.len() >= limits.max_states {
                             return Err(DfaError::Limit(format!(
                                 "more than {} lexer states",
@@ -107,12 +108,13 @@ impl Dfa {
                         b.set(s, c, t);
                         t
                     }
-                    t => t,
                 };
             }
             b.accept[s].push(i as u32);
         }
-        b.finish(root, limits)
+        debug_assert_eq!(root, 0);
+        // Every node of the trie is on the way to a literal's end.
+        b.finish_all_live(limits)
     }
 
     /// The DFA of an object's property names: `names` (name `i` reports id `i`) and, with
@@ -841,12 +843,16 @@ fn cached<S: AsRef<str>>(
     Ok(d)
 }
 
+/// In [`RawBuilder::edges`]: no edge.
+const NO_EDGE: u32 = u32::MAX;
+
 /// A DFA under construction over given byte classes, then pruned and packed.
 struct RawBuilder {
     classes: [u8; 256],
     nclasses: usize,
-    /// Per state, `nclasses` targets (`usize::MAX` = dead).
-    edges: Vec<usize>,
+    /// Per state, `nclasses` targets ([`NO_EDGE`] = dead; 4 bytes each, as a product or a
+    /// large enum's trie has millions).
+    edges: Vec<u32>,
     accept: Vec<Vec<u32>>,
 }
 
@@ -879,17 +885,26 @@ impl RawBuilder {
 
     fn add_state(&mut self) -> usize {
         self.edges
-            .extend(std::iter::repeat_n(usize::MAX, self.nclasses));
+            .extend(std::iter::repeat_n(NO_EDGE, self.nclasses));
         self.accept.push(Vec::new());
         self.accept.len() - 1
     }
 
     fn set(&mut self, from: usize, class: usize, to: usize) {
-        self.edges[from * self.nclasses + class] = to;
+        // A builder has fewer states than `DfaLimits::max_states`, far below `u32::MAX`.
+        self.edges[from * self.nclasses + class] = to as u32;
     }
 
-    fn get(&self, from: usize, class: usize) -> usize {
-        self.edges[from * self.nclasses + class]
+    /// The target of `from` by `class`, if any.
+    fn get(&self, from: usize, class: usize) -> Option<usize> {
+        self.target(from * self.nclasses + class)
+    }
+
+    /// The target of edge `i`, if any.
+    #[inline]
+    fn target(&self, i: usize) -> Option<usize> {
+        let t = self.edges[i];
+        (t != NO_EDGE).then_some(t as usize)
     }
 
     /// Prunes states that cannot reach acceptance or are unreachable, and packs.
@@ -902,8 +917,8 @@ impl RawBuilder {
         // Co-reachability.
         let mut rev_start = vec![0usize; n + 1];
         for &t in &self.edges {
-            if t != usize::MAX {
-                rev_start[t + 1] += 1;
+            if t != NO_EDGE {
+                rev_start[t as usize + 1] += 1;
             }
         }
         for i in 0..n {
@@ -913,8 +928,7 @@ impl RawBuilder {
         let mut rev = vec![0usize; rev_start[n]];
         for s in 0..n {
             for c in 0..k {
-                let t = self.edges[s * k + c];
-                if t != usize::MAX {
+                if let Some(t) = self.target(s * k + c) {
                     rev[fill[t]] = s;
                     fill[t] += 1;
                 }
@@ -945,13 +959,40 @@ impl RawBuilder {
             let s = order[i];
             i += 1;
             for c in 0..k {
-                let t = self.edges[s * k + c];
-                if t != usize::MAX && live[t] && index[t] == 0 {
+                if let Some(t) = self.target(s * k + c)
+                    && live[t]
+                    && index[t] == 0
+                {
                     index[t] = order.len() as u32 + 1;
                     order.push(t);
                 }
             }
         }
+        self.pack(&order, &index, &live, limits)
+    }
+
+    /// [`RawBuilder::finish`] for a builder whose states all reach acceptance and are reached
+    /// from state 0 in the order they were added (a trie of literals): no pruning to do.
+    fn finish_all_live(self, limits: DfaLimits) -> Result<Dfa, DfaError> {
+        let n = self.accept.len();
+        if n == 0 || self.accept.iter().all(Vec::is_empty) {
+            return Ok(Dfa::empty());
+        }
+        let order: Vec<usize> = (0..n).collect();
+        let index: Vec<u32> = (1..=n as u32).collect();
+        self.pack(&order, &index, &vec![true; n], limits)
+    }
+
+    /// The DFA of the states `order` (state `order[j]` numbered `index[order[j]] = j + 1`,
+    /// the first the start; 0 is the dead state), with the edges to states not `live` dropped.
+    fn pack(
+        self,
+        order: &[usize],
+        index: &[u32],
+        live: &[bool],
+        limits: DfaLimits,
+    ) -> Result<Dfa, DfaError> {
+        let k = self.nclasses;
         if order.len() + 1 > limits.max_states {
             return Err(DfaError::Limit(format!(
                 "more than {} lexer states",
@@ -963,8 +1004,9 @@ impl RawBuilder {
         let mut trans = vec![0u32; m * k];
         for (j, &s) in order.iter().enumerate() {
             for c in 0..k {
-                let t = self.edges[s * k + c];
-                if t != usize::MAX && live[t] {
+                if let Some(t) = self.target(s * k + c)
+                    && live[t]
+                {
                     trans[(j + 1) * k + c] = index[t] * stride;
                 }
             }
