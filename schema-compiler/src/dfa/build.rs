@@ -287,18 +287,7 @@ impl Dfa {
         accept: impl Fn(Option<&[u32]>, Option<&[u32]>) -> Option<Vec<u32>>,
         limits: DfaLimits,
     ) -> Result<Dfa, DfaError> {
-        // Joint byte classes.
-        let mut joint: HashMap<(u8, u8), u8> = HashMap::default();
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        for byte in 0..=255u8 {
-            let key = (a.classes[byte as usize], b.classes[byte as usize]);
-            let len = joint.len();
-            classes[byte as usize] = *joint.entry(key).or_insert_with(|| {
-                reps.push(byte);
-                len as u8
-            });
-        }
+        let (classes, reps) = joint_classes(&[a, b]);
         let mut raw = RawBuilder::new(classes);
         let mut ids: HashMap<(u32, u32), usize> = HashMap::default();
         let start = (a.start, b.start);
@@ -441,21 +430,7 @@ impl Dfa {
         }
         let n = operands.len();
         operands.extend(within);
-        // Joint byte classes, folded in one operand at a time.
-        let mut classes = [0u8; 256];
-        let mut reps: Vec<u8> = vec![0];
-        for d in &operands {
-            let mut joint: HashMap<(u8, u8), u8> = HashMap::default();
-            reps.clear();
-            for byte in 0..=255u8 {
-                let key = (classes[byte as usize], d.classes[byte as usize]);
-                let len = joint.len();
-                classes[byte as usize] = *joint.entry(key).or_insert_with(|| {
-                    reps.push(byte);
-                    len as u8
-                });
-            }
-        }
+        let (classes, reps) = joint_classes(&operands);
         // An alternative with a dead DFA is dead whole (all its states `DEAD`, so that tuples
         // differing only there are one); a tuple lives while some alternative and `within` do.
         let settle = |p: &mut [u32]| {
@@ -841,6 +816,27 @@ fn cached<S: AsRef<str>>(
     guard.1 += d.num_states();
     guard.0.insert(key, d.clone());
     Ok(d)
+}
+
+/// The byte classes of a product of `dfas`: two bytes are in one class when every DFA puts
+/// them in one (numbered in the order of their first byte), and each class's first byte.
+fn joint_classes(dfas: &[&Dfa]) -> ([u8; 256], Vec<u8>) {
+    let mut classes = [0u8; 256];
+    let mut reps: Vec<u8> = vec![0];
+    // Folded in one DFA at a time: the pairs of the classes so far and the DFA's own.
+    for d in dfas {
+        let mut joint: HashMap<(u8, u8), u8> = HashMap::default();
+        reps.clear();
+        for byte in 0..=255u8 {
+            let key = (classes[byte as usize], d.classes[byte as usize]);
+            let len = joint.len();
+            classes[byte as usize] = *joint.entry(key).or_insert_with(|| {
+                reps.push(byte);
+                len as u8
+            });
+        }
+    }
+    (classes, reps)
 }
 
 /// In [`RawBuilder::edges`]: no edge.
